@@ -1,0 +1,64 @@
+// Package faults holds what changes a cluster on purpose: the Fault seam and the revert stack that
+// faults and brake toggles share. Whatever acts registers its revert first; the stack runs every
+// revert, newest first, on success, error, Ctrl-C and SIGTERM.
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Revert undoes one change. It must be safe to call when the change only half happened.
+type Revert func(ctx context.Context) error
+
+// Fault is one injectable fault; Arm returns the revert (also when it fails half-way).
+type Fault interface {
+	Name() string
+	Arm(ctx context.Context) (Revert, error)
+}
+
+// Stack is a LIFO of reverts.
+type Stack struct {
+	mu    sync.Mutex
+	items []item
+}
+
+type item struct {
+	name string
+	fn   Revert
+}
+
+// Push registers a revert; call it before acting, or with the revert an action returned even
+// when the action failed.
+func (s *Stack) Push(name string, fn Revert) {
+	if fn == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.items = append(s.items, item{name, fn})
+}
+
+// Len is the number of pending reverts.
+func (s *Stack) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.items)
+}
+
+// Run runs and removes every revert, newest first; all run even when some fail.
+func (s *Stack) Run(ctx context.Context) error {
+	s.mu.Lock()
+	items := s.items
+	s.items = nil
+	s.mu.Unlock()
+	var errs []error
+	for i := len(items) - 1; i >= 0; i-- {
+		if err := items[i].fn(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("revert %s: %w", items[i].name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

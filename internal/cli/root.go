@@ -1,0 +1,127 @@
+// Package cli is brakebench's command line (cobra). Commands parse flags into a config.Loader,
+// resolve and validate the whole configuration first (exit 2 on bad input, before any cluster is
+// touched), then hand over to the lab, suites and reports.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/brakebench/brakebench/internal/config"
+)
+
+// Exit codes (documented in the README).
+const (
+	ExitOK          = 0
+	ExitRunError    = 1
+	ExitBadInput    = 2
+	ExitGateFailed  = 3
+	ExitCleanup     = 4
+	ExitInterrupted = 130
+)
+
+// ExitError carries an exit code.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+func badInput(err error) error { return &ExitError{Code: ExitBadInput, Err: err} }
+
+// globalFlags are shared by every command that reads configuration.
+type globalFlags struct {
+	files      []string
+	sets       []string
+	cluster    string
+	kubeconfig string
+	context    string
+	out        string
+}
+
+func (g *globalFlags) loader(suite string) config.Loader {
+	flags := map[string]string{}
+	if g.cluster != "" {
+		flags["cluster.provider"] = g.cluster
+	}
+	if g.kubeconfig != "" {
+		flags["cluster.kubeconfig"] = g.kubeconfig
+	}
+	if g.context != "" {
+		flags["cluster.context"] = g.context
+	}
+	if g.out != "" {
+		flags["out"] = g.out
+	}
+	return config.Loader{Suite: suite, Files: g.files, Env: os.Environ(), Sets: g.sets, Flags: flags}
+}
+
+func (g *globalFlags) load(suite string) (*config.Resolved, error) {
+	r, err := g.loader(suite).Load()
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return r, nil
+}
+
+// app is what commands share.
+type app struct {
+	g      globalFlags
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// NewRoot builds the command tree.
+func NewRoot(stdout, stderr io.Writer) *cobra.Command {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "brakebench",
+		Short:         "Chaos and benchmark harness for Kubernetes control-loop brakes",
+		Long:          "brakebench fires SandboxClaim bursts at agent-sandbox warm pools, injects faults, and measures\nclaim latency and create-rate ceilings with and without each brake.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringArrayVarP(&a.g.files, "file", "f", nil, "config file (YAML); repeatable, later files win")
+	pf.StringArrayVar(&a.g.sets, "set", nil, "override one config key: --set workload.claims=60 (repeatable)")
+	pf.StringVar(&a.g.cluster, "cluster", "", "cluster provider: lab (default), kind, kubeconfig")
+	pf.StringVar(&a.g.kubeconfig, "kubeconfig", "", "kubeconfig file (kubeconfig provider)")
+	pf.StringVar(&a.g.context, "context", "", "kubeconfig context (required with --cluster kubeconfig)")
+	pf.StringVar(&a.g.out, "out", "", "output directory for results (default out/)")
+	root.AddCommand(a.labCmd(), a.suitesCmd(), a.runCmd(), a.planCmd(), a.configCmd())
+	return root
+}
+
+// Main runs the CLI and returns the process exit code.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := NewRoot(os.Stdout, os.Stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintln(os.Stderr, "brakebench:", err)
+	var ee *ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.Code
+	case ctx.Err() != nil:
+		return ExitInterrupted
+	case config.IsConfigError(err):
+		return ExitBadInput
+	}
+	return ExitRunError
+}

@@ -1,0 +1,126 @@
+// Package config resolves brakebench's configuration: built-in defaults < the suite's default file
+// (configs/suites/<suite>.yaml) < the user's file (-f) < environment (BRAKEBENCH_*) < --set/flags.
+// Every key is known up front; an unknown key, a value of the wrong type or an out-of-range value
+// is an error that names where it came from, before anything touches a cluster.
+package config
+
+import (
+	"time"
+)
+
+// Config is the whole resolved configuration of one command.
+type Config struct {
+	Cluster    Cluster    `mapstructure:"cluster"`
+	Lab        Lab        `mapstructure:"lab"`
+	Controller Controller `mapstructure:"controller"`
+	Workload   Workload   `mapstructure:"workload"`
+	Loadgen    Loadgen    `mapstructure:"loadgen"`
+	Matrix     Matrix     `mapstructure:"matrix"`
+	Brakes     Brakes     `mapstructure:"brakes"`
+	Out        string     `mapstructure:"out"`
+}
+
+// Cluster selects the cluster provider.
+type Cluster struct {
+	Provider   string `mapstructure:"provider"`   // lab | kind | kubeconfig
+	Kubeconfig string `mapstructure:"kubeconfig"` // kubeconfig provider: path (default $KUBECONFIG / ~/.kube/config)
+	Context    string `mapstructure:"context"`    // kubeconfig provider: context name (required there)
+	KindName   string `mapstructure:"kindName"`   // kind provider: cluster name
+	KindImage  string `mapstructure:"kindImage"`  // kind provider: pinned node image
+	// AllowContext must equal Context before brakebench changes anything it did not create on a
+	// kubeconfig cluster (brake toggles patch the controller Deployment).
+	AllowContext string `mapstructure:"allowContext"`
+}
+
+// Lab describes the embedded lab cluster.
+type Lab struct {
+	Name     string `mapstructure:"name"`
+	CacheDir string `mapstructure:"cacheDir"` // binaries and tools modules; default <user cache dir>/brakebench
+	StateDir string `mapstructure:"stateDir"` // running labs; default <cacheDir>/labs
+	Nodes    Nodes  `mapstructure:"nodes"`
+	// PodBootDelay is how long kwok waits before a scheduled pod turns Running/Ready (sandbox boot).
+	PodBootDelay  time.Duration `mapstructure:"podBootDelay"`
+	PodBootJitter time.Duration `mapstructure:"podBootJitter"`
+	// APIServerArgs are extra kube-apiserver flags (key=value without dashes).
+	APIServerArgs []string      `mapstructure:"apiserverArgs"`
+	UpTimeout     time.Duration `mapstructure:"upTimeout"`
+}
+
+// Nodes are the simulated (kwok) nodes.
+type Nodes struct {
+	Count  int               `mapstructure:"count"`
+	CPU    string            `mapstructure:"cpu"`
+	Memory string            `mapstructure:"memory"`
+	Pods   int               `mapstructure:"pods"`
+	GPUs   int               `mapstructure:"gpus"` // nvidia.com/gpu capacity per node
+	Labels map[string]string `mapstructure:"labels"`
+}
+
+// Controller is the agent-sandbox controller under test.
+type Controller struct {
+	Version string   `mapstructure:"version"` // default: the pin in configs/versions.yaml
+	Args    []string `mapstructure:"args"`    // extra flags for every cell (e.g. --api-connections=4)
+	// Namespace/Deployment locate the controller on kind/kubeconfig clusters.
+	Namespace  string `mapstructure:"namespace"`
+	Deployment string `mapstructure:"deployment"`
+}
+
+// Workload is the scenario of a warm-pool suite.
+type Workload struct {
+	Pool          int           `mapstructure:"pool"`   // SandboxWarmPool replicas
+	Claims        int           `mapstructure:"claims"` // burst size (mode burst)
+	Mode          string        `mapstructure:"mode"`   // burst | poisson | steps
+	Rate          float64       `mapstructure:"rate"`   // poisson: claims/s
+	Duration      time.Duration `mapstructure:"duration"`
+	Steps         []float64     `mapstructure:"steps"` // steps: rates, each held for duration
+	ClaimTimeout  time.Duration `mapstructure:"claimTimeout"`
+	RefillTimeout time.Duration `mapstructure:"refillTimeout"`
+	FillTimeout   time.Duration `mapstructure:"fillTimeout"`
+	Image         string        `mapstructure:"image"`
+}
+
+// Loadgen is how claims are fired.
+type Loadgen struct {
+	Connections int     `mapstructure:"connections"` // HTTP/2 connections to shard creates over
+	QPS         float64 `mapstructure:"qps"`         // 0 = unlimited
+	Burst       int     `mapstructure:"burst"`
+	Identity    string  `mapstructure:"identity"` // exempt | serviceaccount
+}
+
+// Matrix is what a suite varies.
+type Matrix struct {
+	Brakes      []string `mapstructure:"brakes"`
+	Repetitions int      `mapstructure:"repetitions"`
+	Seed        int64    `mapstructure:"seed"` // cell order; 0 = pick one and record it
+}
+
+// Brakes are the values a brake cell applies.
+type Brakes struct {
+	ReplenishDelay time.Duration `mapstructure:"replenishDelay"`
+	MaxRefillRate  float64       `mapstructure:"maxRefillRate"`
+}
+
+// Default is the built-in base layer.
+func Default() Config {
+	return Config{
+		Cluster: Cluster{Provider: "lab", KindName: "brakebench", KindImage: "kindest/node:v1.37.0"},
+		Lab: Lab{
+			Name:          "brakebench",
+			Nodes:         Nodes{Count: 4, CPU: "64", Memory: "256Gi", Pods: 500, Labels: map[string]string{}},
+			PodBootDelay:  300 * time.Millisecond,
+			PodBootJitter: 200 * time.Millisecond,
+			APIServerArgs: []string{},
+			UpTimeout:     3 * time.Minute,
+		},
+		Controller: Controller{Args: []string{}, Namespace: "agent-sandbox-system", Deployment: "agent-sandbox-controller"},
+		Workload: Workload{
+			Pool: 10, Claims: 10, Mode: "burst", Rate: 10, Duration: 60 * time.Second, Steps: []float64{},
+			ClaimTimeout: 3 * time.Minute, RefillTimeout: 3 * time.Minute, FillTimeout: 5 * time.Minute,
+			Image: "registry.k8s.io/pause:3.10",
+		},
+		Loadgen: Loadgen{Connections: 4, Identity: "exempt"},
+		Matrix:  Matrix{Brakes: []string{"none"}, Repetitions: 1},
+		Brakes:  Brakes{ReplenishDelay: 20 * time.Second, MaxRefillRate: 10},
+		Out:     "out",
+	}
+}

@@ -1,0 +1,445 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+
+	"github.com/brakebench/brakebench/configs"
+)
+
+// EnvPrefix is the prefix of environment overrides: lab.nodes.count <- BRAKEBENCH_LAB_NODES_COUNT.
+const EnvPrefix = "BRAKEBENCH"
+
+// Error is a configuration error; the CLI maps it to exit code 2.
+type Error struct {
+	Source string // file path, "env NAME", "--set", "--flag"
+	Key    string
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Source != "" && e.Key != "":
+		return fmt.Sprintf("%s: key %q: %s", e.Source, e.Key, e.Msg)
+	case e.Source != "":
+		return fmt.Sprintf("%s: %s", e.Source, e.Msg)
+	case e.Key != "":
+		return fmt.Sprintf("key %q: %s", e.Key, e.Msg)
+	}
+	return e.Msg
+}
+
+// IsConfigError reports whether err is (or wraps) a configuration error.
+func IsConfigError(err error) bool {
+	var ce *Error
+	return errors.As(err, &ce)
+}
+
+// Loader collects the layers of one command's configuration.
+type Loader struct {
+	Suite string            // when set, configs/suites/<Suite>.yaml is the second layer
+	Files []string          // -f, in order
+	Env   []string          // os.Environ(); nil means none
+	Sets  []string          // --set key=value, in order
+	Flags map[string]string // explicit CLI flags, by config key (applied last)
+}
+
+// Resolved is a loaded configuration with the layer each key last came from.
+type Resolved struct {
+	Config
+	Sources map[string]string
+}
+
+// Source names where key's value came from ("default" when nobody set it).
+func (r *Resolved) Source(key string) string {
+	if s, ok := r.Sources[strings.ToLower(key)]; ok {
+		return s
+	}
+	return "default"
+}
+
+type leaf struct {
+	key string // canonical (camelCase) dotted key
+	typ reflect.Type
+}
+
+// schema maps lower-cased dotted keys to leaves, derived from the Config struct's tags.
+func schema() map[string]leaf {
+	out := map[string]leaf{}
+	var walk func(prefix string, t reflect.Type)
+	walk = func(prefix string, t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := f.Tag.Get("mapstructure")
+			if tag == "" || tag == "-" {
+				continue
+			}
+			key := tag
+			if prefix != "" {
+				key = prefix + "." + tag
+			}
+			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(time.Duration(0)) {
+				walk(key, f.Type)
+				continue
+			}
+			out[strings.ToLower(key)] = leaf{key: key, typ: f.Type}
+		}
+	}
+	walk("", reflect.TypeOf(Config{}))
+	return out
+}
+
+// KnownKeys lists every configuration key (for help text and docs).
+func KnownKeys() []string {
+	var keys []string
+	for _, l := range schema() {
+		keys = append(keys, l.key)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// lookup finds the leaf for a lower-cased key; keys inside a map leaf resolve to the map.
+func lookup(s map[string]leaf, key string) (leaf, bool) {
+	if l, ok := s[key]; ok {
+		return l, true
+	}
+	for k, l := range s {
+		if l.typ.Kind() == reflect.Map && strings.HasPrefix(key, k+".") {
+			return l, true
+		}
+	}
+	return leaf{}, false
+}
+
+func unknownKey(source, key string, s map[string]leaf) error {
+	// Suggest the keys of the same section.
+	section := key
+	if i := strings.LastIndex(key, "."); i >= 0 {
+		section = key[:i]
+	} else {
+		section = ""
+	}
+	var near []string
+	for k, l := range s {
+		if section == "" || strings.HasPrefix(k, section+".") {
+			near = append(near, l.key)
+		}
+	}
+	sort.Strings(near)
+	if len(near) > 12 {
+		near = near[:12]
+	}
+	return &Error{Source: source, Key: key, Msg: "unknown key (known keys here: " + strings.Join(near, ", ") + ")"}
+}
+
+// Load resolves all layers, checks every key and value, and validates the result.
+func (l Loader) Load() (*Resolved, error) {
+	s := schema()
+	v := viper.New()
+	sources := map[string]string{}
+
+	// 1. defaults
+	def := map[string]any{}
+	flatten("", Default(), def)
+	for k, val := range def {
+		v.SetDefault(k, val)
+	}
+	// 2. suite defaults, 3. user files
+	var files []struct {
+		name string
+		raw  []byte
+	}
+	if l.Suite != "" {
+		raw, err := configs.FS.ReadFile("suites/" + l.Suite + ".yaml")
+		if err != nil {
+			return nil, &Error{Source: "--suite", Msg: fmt.Sprintf("no suite named %q (no configs/suites/%s.yaml)", l.Suite, l.Suite)}
+		}
+		files = append(files, struct {
+			name string
+			raw  []byte
+		}{"configs/suites/" + l.Suite + ".yaml", raw})
+	}
+	for _, f := range l.Files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, &Error{Source: f, Msg: "cannot read config file: " + errors.Unwrap(err).Error()}
+		}
+		files = append(files, struct {
+			name string
+			raw  []byte
+		}{f, raw})
+	}
+	for _, f := range files {
+		fv := viper.New()
+		fv.SetConfigType("yaml")
+		if err := fv.ReadConfig(bytes.NewReader(f.raw)); err != nil {
+			return nil, &Error{Source: f.name, Msg: "not valid YAML: " + err.Error()}
+		}
+		for _, k := range fv.AllKeys() {
+			lf, ok := lookup(s, k)
+			if !ok {
+				return nil, unknownKey(f.name, k, s)
+			}
+			val := fv.Get(k)
+			if lf.typ.Kind() != reflect.Map {
+				if err := checkValue(lf.typ, val); err != nil {
+					return nil, &Error{Source: f.name, Key: lf.key, Msg: err.Error()}
+				}
+			}
+			sources[k] = f.name
+		}
+		if err := v.MergeConfigMap(fv.AllSettings()); err != nil {
+			return nil, &Error{Source: f.name, Msg: err.Error()}
+		}
+	}
+	// 4. environment
+	envKeys := map[string]string{}
+	for k := range s {
+		envKeys[EnvPrefix+"_"+strings.ToUpper(strings.ReplaceAll(k, ".", "_"))] = k
+	}
+	envs := append([]string(nil), l.Env...)
+	sort.Strings(envs)
+	for _, kv := range envs {
+		name, val, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix+"_") {
+			continue
+		}
+		k, ok := envKeys[name]
+		if !ok {
+			return nil, &Error{Source: "env " + name, Msg: "unknown setting (environment overrides are BRAKEBENCH_<KEY>, e.g. BRAKEBENCH_LAB_NODES_COUNT)"}
+		}
+		if err := l.setString(v, s[k], val, "env "+name, sources); err != nil {
+			return nil, err
+		}
+	}
+	// 5. --set, then explicit flags
+	for _, kv := range l.Sets {
+		key, val, ok := strings.Cut(kv, "=")
+		if !ok || key == "" {
+			return nil, &Error{Source: "--set", Msg: fmt.Sprintf("%q is not key=value", kv)}
+		}
+		lf, ok := lookup(s, strings.ToLower(key))
+		if !ok {
+			return nil, unknownKey("--set", key, s)
+		}
+		if lf.typ.Kind() == reflect.Map {
+			v.Set(strings.ToLower(key), val)
+			sources[strings.ToLower(key)] = "--set"
+			continue
+		}
+		if err := l.setString(v, lf, val, "--set", sources); err != nil {
+			return nil, err
+		}
+	}
+	flagKeys := make([]string, 0, len(l.Flags))
+	for k := range l.Flags {
+		flagKeys = append(flagKeys, k)
+	}
+	sort.Strings(flagKeys)
+	for _, k := range flagKeys {
+		lf, ok := lookup(s, strings.ToLower(k))
+		if !ok {
+			return nil, unknownKey("flag", k, s)
+		}
+		if err := l.setString(v, lf, l.Flags[k], "flag", sources); err != nil {
+			return nil, err
+		}
+	}
+
+	var cfg Config
+	err := v.Unmarshal(&cfg, func(dc *mapstructure.DecoderConfig) {
+		dc.ErrorUnused = true
+		dc.WeaklyTypedInput = true
+		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(
+			mapstructure.StringToTimeDurationHookFunc(),
+			mapstructure.StringToSliceHookFunc(","),
+		)
+	})
+	if err != nil {
+		return nil, &Error{Msg: "cannot decode configuration: " + err.Error()}
+	}
+	r := &Resolved{Config: cfg, Sources: sources}
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (l Loader) setString(v *viper.Viper, lf leaf, val, source string, sources map[string]string) error {
+	if err := checkValue(lf.typ, val); err != nil {
+		return &Error{Source: source, Key: lf.key, Msg: err.Error()}
+	}
+	lk := strings.ToLower(lf.key)
+	switch lf.typ.Kind() {
+	case reflect.Slice:
+		parts := []string{}
+		for _, p := range strings.Split(val, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				parts = append(parts, p)
+			}
+		}
+		v.Set(lk, parts)
+	default:
+		v.Set(lk, val)
+	}
+	sources[lk] = source
+	return nil
+}
+
+// checkValue says whether val can become a value of type t, in words a user understands.
+func checkValue(t reflect.Type, val any) error {
+	if t == reflect.TypeOf(time.Duration(0)) {
+		s, ok := val.(string)
+		if !ok {
+			if n, isInt := val.(int); isInt && n == 0 {
+				return nil
+			}
+			return fmt.Errorf("expected a duration like 30s or 1m30s, got %v", val)
+		}
+		if _, err := time.ParseDuration(s); err != nil {
+			return fmt.Errorf("expected a duration like 30s or 1m30s, got %q", s)
+		}
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		switch x := val.(type) {
+		case int, int64, int32:
+			return nil
+		case float64:
+			if x == float64(int64(x)) {
+				return nil
+			}
+		case string:
+			if _, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("expected a whole number, got %v", quoteIfString(val))
+	case reflect.Float64:
+		switch x := val.(type) {
+		case int, int64, int32, float64:
+			return nil
+		case string:
+			if _, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("expected a number, got %v", quoteIfString(val))
+	case reflect.Bool:
+		switch x := val.(type) {
+		case bool:
+			return nil
+		case string:
+			if _, err := strconv.ParseBool(x); err == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("expected true or false, got %v", quoteIfString(val))
+	case reflect.String:
+		switch val.(type) {
+		case string, int, int64, float64:
+			return nil
+		}
+		return fmt.Errorf("expected a string, got %T", val)
+	case reflect.Slice:
+		var items []any
+		switch x := val.(type) {
+		case string:
+			for _, p := range strings.Split(x, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					items = append(items, p)
+				}
+			}
+		case []any:
+			items = x
+		case []string:
+			for _, p := range x {
+				items = append(items, p)
+			}
+		default:
+			return fmt.Errorf("expected a list, got %v", quoteIfString(val))
+		}
+		for i, it := range items {
+			if err := checkValue(t.Elem(), it); err != nil {
+				return fmt.Errorf("item %d: %w", i, err)
+			}
+		}
+		return nil
+	case reflect.Map:
+		if _, ok := val.(map[string]any); ok {
+			return nil
+		}
+		return fmt.Errorf("expected a mapping of key: value, got %v", quoteIfString(val))
+	}
+	return nil
+}
+
+func quoteIfString(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
+}
+
+// flatten turns a struct into dotted keys (lower-cased, as viper keys are).
+func flatten(prefix string, val any, out map[string]any) {
+	rv := reflect.ValueOf(val)
+	rt := rv.Type()
+	for i := 0; i < rt.NumField(); i++ {
+		f := rt.Field(i)
+		tag := f.Tag.Get("mapstructure")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		key := strings.ToLower(tag)
+		if prefix != "" {
+			key = prefix + "." + key
+		}
+		fv := rv.Field(i)
+		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(time.Duration(0)) {
+			flatten(key, fv.Interface(), out)
+			continue
+		}
+		if f.Type == reflect.TypeOf(time.Duration(0)) {
+			out[key] = fv.Interface().(time.Duration).String()
+			continue
+		}
+		out[key] = fv.Interface()
+	}
+}
+
+// Settings returns the configuration as a nested map with canonical keys and durations as
+// strings, for printing and for recording in results.
+func (r *Resolved) Settings() map[string]any {
+	flat := map[string]any{}
+	flatten("", r.Config, flat)
+	s := schema()
+	out := map[string]any{}
+	for k, v := range flat {
+		key := s[k].key
+		parts := strings.Split(key, ".")
+		m := out
+		for _, p := range parts[:len(parts)-1] {
+			next, ok := m[p].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[p] = next
+			}
+			m = next
+		}
+		m[parts[len(parts)-1]] = v
+	}
+	return out
+}

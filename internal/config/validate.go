@@ -1,0 +1,99 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// BrakeCells are the brake settings a warm-pool suite knows.
+var BrakeCells = []string{"none", "replenish-delay", "max-refill-rate", "both"}
+
+var versionRe = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
+
+func (r *Resolved) fail(key, format string, args ...any) error {
+	return &Error{Source: r.Source(key), Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+func oneOf(v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Resolved) validate() error {
+	c := r.Config
+	checks := []struct {
+		bad  bool
+		key  string
+		want string
+		got  any
+	}{
+		{!oneOf(c.Cluster.Provider, "lab", "kind", "kubeconfig"), "cluster.provider", "one of lab, kind, kubeconfig", c.Cluster.Provider},
+		{c.Cluster.Provider == "kubeconfig" && c.Cluster.Context == "", "cluster.context", "the name of the kubeconfig context to use (brakebench never picks a real cluster for you)", `""`},
+		{c.Lab.Name == "" || !regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`).MatchString(c.Lab.Name), "lab.name", "a lower-case DNS label", c.Lab.Name},
+		{c.Lab.Nodes.Count < 1, "lab.nodes.count", "at least 1", c.Lab.Nodes.Count},
+		{c.Lab.Nodes.Pods < 1, "lab.nodes.pods", "at least 1", c.Lab.Nodes.Pods},
+		{c.Lab.Nodes.GPUs < 0, "lab.nodes.gpus", "0 or more", c.Lab.Nodes.GPUs},
+		{c.Lab.PodBootDelay < 0, "lab.podBootDelay", "a duration of 0 or more", c.Lab.PodBootDelay},
+		{c.Lab.PodBootJitter < 0, "lab.podBootJitter", "a duration of 0 or more", c.Lab.PodBootJitter},
+		{c.Lab.UpTimeout <= 0, "lab.upTimeout", "a positive duration", c.Lab.UpTimeout},
+		{c.Controller.Version != "" && !versionRe.MatchString(c.Controller.Version), "controller.version", "a version like v0.5.5", c.Controller.Version},
+		{c.Workload.Pool < 0, "workload.pool", "0 or more", c.Workload.Pool},
+		{!oneOf(c.Workload.Mode, "burst", "poisson", "steps"), "workload.mode", "one of burst, poisson, steps", c.Workload.Mode},
+		{c.Workload.Mode == "burst" && c.Workload.Claims < 1, "workload.claims", "at least 1", c.Workload.Claims},
+		{c.Workload.Mode == "poisson" && c.Workload.Rate <= 0, "workload.rate", "a positive rate in claims/s", c.Workload.Rate},
+		{c.Workload.Mode != "burst" && c.Workload.Duration <= 0, "workload.duration", "a positive duration", c.Workload.Duration},
+		{c.Workload.Mode == "steps" && len(c.Workload.Steps) == 0, "workload.steps", "a list of rates in claims/s", "[]"},
+		{c.Workload.ClaimTimeout <= 0, "workload.claimTimeout", "a positive duration", c.Workload.ClaimTimeout},
+		{c.Workload.RefillTimeout <= 0, "workload.refillTimeout", "a positive duration", c.Workload.RefillTimeout},
+		{c.Workload.FillTimeout <= 0, "workload.fillTimeout", "a positive duration", c.Workload.FillTimeout},
+		{c.Workload.Image == "", "workload.image", "a container image name", `""`},
+		{c.Loadgen.Connections < 1, "loadgen.connections", "at least 1", c.Loadgen.Connections},
+		{c.Loadgen.QPS < 0, "loadgen.qps", "0 (unlimited) or a positive rate", c.Loadgen.QPS},
+		{c.Loadgen.Burst < 0, "loadgen.burst", "0 or more", c.Loadgen.Burst},
+		{!oneOf(c.Loadgen.Identity, "exempt", "serviceaccount"), "loadgen.identity", "exempt or serviceaccount", c.Loadgen.Identity},
+		{c.Matrix.Repetitions < 1, "matrix.repetitions", "at least 1", c.Matrix.Repetitions},
+		{len(c.Matrix.Brakes) == 0, "matrix.brakes", "a non-empty list of " + strings.Join(BrakeCells, ", "), "[]"},
+		{c.Brakes.ReplenishDelay < 0, "brakes.replenishDelay", "a duration of 0 or more", c.Brakes.ReplenishDelay},
+		{c.Brakes.MaxRefillRate < 0, "brakes.maxRefillRate", "0 or a positive rate in sandboxes/s", c.Brakes.MaxRefillRate},
+		{c.Out == "", "out", "an output directory", `""`},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			return r.fail(ch.key, "expected %s, got %v", ch.want, ch.got)
+		}
+	}
+	for _, q := range []struct{ key, val string }{{"lab.nodes.cpu", c.Lab.Nodes.CPU}, {"lab.nodes.memory", c.Lab.Nodes.Memory}} {
+		if _, err := resource.ParseQuantity(q.val); err != nil {
+			return r.fail(q.key, "expected a Kubernetes quantity like 64 or 256Gi, got %q", q.val)
+		}
+	}
+	for i, rate := range c.Workload.Steps {
+		if rate <= 0 {
+			return r.fail("workload.steps", "expected positive rates, item %d is %v", i, rate)
+		}
+	}
+	seen := map[string]bool{}
+	for _, b := range c.Matrix.Brakes {
+		if !oneOf(b, BrakeCells...) {
+			return r.fail("matrix.brakes", "expected items from %s, got %q", strings.Join(BrakeCells, ", "), b)
+		}
+		if seen[b] {
+			return r.fail("matrix.brakes", "cell %q is listed twice", b)
+		}
+		seen[b] = true
+		if (b == "replenish-delay" || b == "both") && c.Brakes.ReplenishDelay <= 0 {
+			return r.fail("brakes.replenishDelay", "expected a positive duration because matrix.brakes has %q", b)
+		}
+		if (b == "max-refill-rate" || b == "both") && c.Brakes.MaxRefillRate <= 0 {
+			return r.fail("brakes.maxRefillRate", "expected a positive rate because matrix.brakes has %q", b)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// proc is a process the lab started itself (the kwokctl components are kwokctl's).
+type proc struct {
+	Name   string   `json:"name"`
+	PID    int      `json:"pid"`
+	Binary string   `json:"binary"`
+	Args   []string `json:"args"`
+	Log    string   `json:"log"`
+}
+
+// startProc starts binary detached from the terminal's process group (Ctrl-C reaches brakebench,
+// which then stops it in order), with output in logPath.
+func startProc(name, binary string, args, env []string, logPath string) (*proc, *exec.Cmd, error) {
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, nil, err
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	go func() { _ = cmd.Wait() }() // reap it if it exits while we run
+	return &proc{Name: name, PID: cmd.Process.Pid, Binary: binary, Args: args, Log: logPath}, cmd, nil
+}
+
+// alive reports whether pid is running and is still binary (not a recycled pid).
+func alive(pid int, binary string) bool {
+	if pid <= 0 {
+		return false
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return false
+	}
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// a zombie is not alive
+		if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
+			return false
+		}
+	}
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	if binary == "" {
+		return true
+	}
+	want, _ := filepath.EvalSymlinks(binary)
+	return exe == binary || exe == want
+}
+
+// stopPID sends SIGTERM, waits up to grace, then SIGKILL; it only signals pids running binary.
+func stopPID(pid int, binary string, grace time.Duration) error {
+	if !alive(pid, binary) {
+		return nil
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return nil
+	}
+	_ = p.Signal(syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !alive(pid, binary) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = p.Signal(syscall.SIGKILL)
+	for i := 0; i < 100; i++ {
+		if !alive(pid, binary) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("process %d (%s) did not exit", pid, filepath.Base(binary))
+}
+
+// freePort asks the kernel for an unused loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// readPID reads a pid file; a missing file is pid 0.
+func readPID(path string) int {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	return n
+}
+
+var errNotUp = errors.New("lab is not up")
+
+// processesMentioning lists running processes whose command line mentions s (a lab's state dir:
+// every component the lab runs is given paths inside it).
+func processesMentioning(s string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil || s == "" {
+		return nil
+	}
+	self := os.Getpid()
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(raw), s) && alive(pid, "") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

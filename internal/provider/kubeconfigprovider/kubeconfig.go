@@ -1,0 +1,128 @@
+// Package kubeconfigprovider connects to an existing cluster (EKS, GKE, anything with a kubeconfig
+// context). It never creates or deletes the cluster and never installs a controller; changing the
+// controller's flags (brake cells) needs --set cluster.allowContext=<context>.
+package kubeconfigprovider
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/brakebench/brakebench/internal/config"
+	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/provider"
+	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
+)
+
+// Provider connects to cfg.Cluster.Context.
+type Provider struct {
+	Kubeconfig, Context, AllowContext string
+	Namespace, Deployment             string
+	Name_                             string
+}
+
+// Factory implements provider.Factory.
+func Factory(cfg *config.Resolved) (provider.Provider, error) {
+	return &Provider{
+		Kubeconfig: cfg.Cluster.Kubeconfig, Context: cfg.Cluster.Context, AllowContext: cfg.Cluster.AllowContext,
+		Namespace: cfg.Controller.Namespace, Deployment: cfg.Controller.Deployment, Name_: "kubeconfig",
+	}, nil
+}
+
+// Name implements provider.Provider.
+func (p *Provider) Name() string { return p.Name_ }
+
+// Connect checks the context exists and the cluster answers.
+func (p *Provider) Connect(ctx context.Context) (provider.Cluster, error) {
+	rc, err := kube.RESTConfig(p.Kubeconfig, p.Context)
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS, rc.Burst = -1, 0
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(cctx); err != nil {
+		return nil, fmt.Errorf("cluster of context %q is unreachable: %w", p.Context, err)
+	}
+	return &Cluster{p: p, rc: rc, dep: &agentsandbox.Deployment{Client: c, Namespace: p.Namespace, Name: p.Deployment}}, nil
+}
+
+// NewCluster wraps an already-made rest.Config (the kind provider reuses this).
+func NewCluster(p *Provider, rc *rest.Config, created bool, closeFn func(context.Context) error) (*Cluster, error) {
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{p: p, rc: rc, created: created, closeFn: closeFn, dep: &agentsandbox.Deployment{Client: c, Namespace: p.Namespace, Name: p.Deployment}}, nil
+}
+
+// Cluster is a connected existing cluster.
+type Cluster struct {
+	p       *Provider
+	rc      *rest.Config
+	dep     *agentsandbox.Deployment
+	created bool
+	closeFn func(context.Context) error
+	mu      sync.Mutex
+}
+
+// Info implements provider.Cluster.
+func (c *Cluster) Info() provider.Info {
+	return provider.Info{Provider: c.p.Name_, Kubeconfig: c.p.Kubeconfig, Context: c.p.Context, Server: c.rc.Host, Created: c.created}
+}
+
+// RESTConfig implements provider.Cluster.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.rc) }
+
+// Controller implements provider.Cluster.
+func (c *Cluster) Controller() provider.Controller { return &guarded{c: c} }
+
+// MetricsTargets implements provider.Cluster: the apiserver's own /metrics.
+func (c *Cluster) MetricsTargets() []provider.MetricsTarget {
+	return []provider.MetricsTarget{{Component: "kube-apiserver", URL: "/metrics", ViaAPIServer: true}}
+}
+
+// Close never deletes a cluster it did not create.
+func (c *Cluster) Close(ctx context.Context) error {
+	if c.closeFn != nil && c.created {
+		return c.closeFn(ctx)
+	}
+	return nil
+}
+
+// guarded refuses to change a cluster brakebench did not create unless the user allowed it.
+type guarded struct{ c *Cluster }
+
+func (g *guarded) allowed() error {
+	if g.c.created || g.c.p.AllowContext == g.c.p.Context {
+		return nil
+	}
+	return fmt.Errorf("changing the agent-sandbox controller on context %q needs --set cluster.allowContext=%s", g.c.p.Context, g.c.p.Context)
+}
+
+func (g *guarded) Configure(ctx context.Context, version string, extra []string) (func(context.Context) error, error) {
+	if err := g.allowed(); err != nil {
+		return nil, err
+	}
+	return g.c.dep.Configure(ctx, version, extra)
+}
+
+func (g *guarded) Current() (string, []string) {
+	v, a, _ := g.c.dep.Current(context.Background())
+	return v, a
+}
+
+func (g *guarded) Stop(ctx context.Context) (func(context.Context) error, error) {
+	if err := g.allowed(); err != nil {
+		return nil, err
+	}
+	return g.c.dep.Stop(ctx)
+}

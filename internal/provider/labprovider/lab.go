@@ -1,0 +1,136 @@
+// Package labprovider puts the embedded lab behind the provider interface: it brings the lab up
+// when it is not running (and takes it down again on Close), or reuses a running one.
+package labprovider
+
+import (
+	"context"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/brakebench/brakebench/internal/config"
+	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/lab"
+	"github.com/brakebench/brakebench/internal/provider"
+)
+
+// Provider is the lab provider.
+type Provider struct {
+	Lab  *lab.Lab
+	Args []string // baseline controller flags (controller.args)
+}
+
+// Factory returns a provider factory whose labs are made by newLab.
+func Factory(newLab func(cfg *config.Resolved) (*lab.Lab, error)) provider.Factory {
+	return func(cfg *config.Resolved) (provider.Provider, error) {
+		l, err := newLab(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &Provider{Lab: l, Args: cfg.Controller.Args}, nil
+	}
+}
+
+// Name implements provider.Provider.
+func (p *Provider) Name() string { return "lab" }
+
+// Connect brings the lab up, or reuses it when it already runs.
+func (p *Provider) Connect(ctx context.Context) (provider.Cluster, error) {
+	created := true
+	if s, err := p.Lab.Load(); err == nil && p.Lab.Healthy(ctx, s) == nil {
+		created = false
+	}
+	s, err := p.Lab.Up(ctx, p.Args)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := kube.RESTConfig(s.Kubeconfig, "")
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS, rc.Burst = -1, 0
+	c := &Cluster{lab: p.Lab, state: s, rc: rc, created: created, base: p.Args}
+	return c, nil
+}
+
+// Cluster is a connected lab.
+type Cluster struct {
+	lab     *lab.Lab
+	state   *lab.State
+	rc      *rest.Config
+	created bool
+	base    []string
+}
+
+// Info implements provider.Cluster.
+func (c *Cluster) Info() provider.Info {
+	return provider.Info{Provider: "lab", Kubeconfig: c.state.Kubeconfig, Server: c.state.Server, Created: c.created, LocalController: true}
+}
+
+// RESTConfig implements provider.Cluster.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.rc) }
+
+// State is the lab's saved state.
+func (c *Cluster) State() *lab.State { return c.state }
+
+// Controller implements provider.Cluster.
+func (c *Cluster) Controller() provider.Controller { return &controller{c: c} }
+
+// MetricsTargets implements provider.Cluster.
+func (c *Cluster) MetricsTargets() []provider.MetricsTarget {
+	t := []provider.MetricsTarget{{Component: "kube-apiserver", URL: "/metrics", ViaAPIServer: true}}
+	for _, comp := range []string{"kube-scheduler", "kube-controller-manager"} {
+		if u := c.lab.ComponentMetricsURL(comp); u != "" {
+			t = append(t, provider.MetricsTarget{Component: comp, URL: u, Insecure: true})
+		}
+	}
+	if c.state.Controller != nil {
+		t = append(t, provider.MetricsTarget{Component: "agent-sandbox-controller", URL: c.state.Controller.MetricsURL})
+	}
+	return t
+}
+
+// Close takes the lab down only if this Connect brought it up.
+func (c *Cluster) Close(ctx context.Context) error {
+	if !c.created {
+		return nil
+	}
+	return c.lab.Down(ctx)
+}
+
+type controller struct{ c *Cluster }
+
+func (k *controller) Current() (string, []string) {
+	if ctl := k.c.state.Controller; ctl != nil {
+		return ctl.Version, append([]string(nil), ctl.Extra...)
+	}
+	return "", nil
+}
+
+func (k *controller) Configure(ctx context.Context, version string, extra []string) (func(context.Context) error, error) {
+	prevVersion, prevExtra := k.Current()
+	revert := func(ctx context.Context) error {
+		if prevVersion == "" {
+			return k.c.lab.StopController(k.c.state)
+		}
+		_, err := k.c.lab.StartController(ctx, k.c.state, prevVersion, prevExtra)
+		return err
+	}
+	args := append(append([]string{}, k.c.base...), extra...)
+	if version == "" {
+		version = prevVersion
+	}
+	_, err := k.c.lab.StartController(ctx, k.c.state, version, args)
+	return revert, err
+}
+
+func (k *controller) Stop(ctx context.Context) (func(context.Context) error, error) {
+	prevVersion, prevArgs := k.Current()
+	revert := func(ctx context.Context) error {
+		if prevVersion == "" {
+			return nil
+		}
+		_, err := k.c.lab.StartController(ctx, k.c.state, prevVersion, prevArgs)
+		return err
+	}
+	return revert, k.c.lab.StopController(k.c.state)
+}

@@ -1,0 +1,74 @@
+// Package provider is the cluster seam: the embedded lab, a kind cluster, or an existing
+// kubeconfig context, behind one small interface. A Cluster's Close undoes only what its
+// provider created; a cluster brakebench did not create is never deleted.
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/brakebench/brakebench/internal/config"
+)
+
+// Info describes a connected cluster for results and reports.
+type Info struct {
+	Provider   string `json:"provider"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Context    string `json:"context,omitempty"`
+	Server     string `json:"server"`
+	Created    bool   `json:"created"` // brakebench created it for this command
+	// Restartable: the controller runs as a local process whose flags brakebench sets directly.
+	LocalController bool `json:"localController"`
+}
+
+// MetricsTarget is a /metrics endpoint to scrape before and after each cell.
+type MetricsTarget struct {
+	Component string `json:"component"`
+	URL       string `json:"url"`
+	// ViaAPIServer: URL is a path on the apiserver (scraped with the cluster's credentials).
+	ViaAPIServer bool `json:"viaAPIServer"`
+	Insecure     bool `json:"-"`
+}
+
+// Controller is the agent-sandbox controller under test.
+type Controller interface {
+	// Configure runs version with extra flags (added to the baseline) and returns a revert that
+	// restores the previous setting. The revert is valid even when Configure fails half-way.
+	Configure(ctx context.Context, version string, extra []string) (revert func(context.Context) error, err error)
+	// Current reports the running version and full flag list.
+	Current() (version string, flags []string)
+	// Stop stops the controller (lab) or scales it to zero (cluster); revert restores it.
+	Stop(ctx context.Context) (revert func(context.Context) error, err error)
+}
+
+// Cluster is a connected cluster.
+type Cluster interface {
+	Info() Info
+	RESTConfig() *rest.Config
+	Controller() Controller
+	MetricsTargets() []MetricsTarget
+	Close(ctx context.Context) error
+}
+
+// Provider creates or connects to a cluster.
+type Provider interface {
+	Name() string
+	Connect(ctx context.Context) (Cluster, error)
+}
+
+// Factory builds a provider from the resolved configuration.
+type Factory func(cfg *config.Resolved) (Provider, error)
+
+// Registry maps provider names to factories.
+type Registry map[string]Factory
+
+// New returns the provider cfg.Cluster.Provider names.
+func (r Registry) New(cfg *config.Resolved) (Provider, error) {
+	f, ok := r[cfg.Cluster.Provider]
+	if !ok {
+		return nil, fmt.Errorf("no cluster provider %q", cfg.Cluster.Provider)
+	}
+	return f(cfg)
+}

@@ -1,0 +1,256 @@
+// Package results is the versioned results.json schema every suite writes and every report,
+// gate and comparison reads. Times inside a cell are seconds relative to the cell's T0 (the
+// burst start on the harness clock) so files stay small and comparable.
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/brakebench/brakebench/internal/scrape"
+	"github.com/brakebench/brakebench/internal/stats"
+)
+
+// SchemaVersion changes whenever a field changes meaning.
+const SchemaVersion = "brakebench.results/v1"
+
+// Results is one run of one suite.
+type Results struct {
+	Schema    string            `json:"schema"`
+	Suite     string            `json:"suite"`
+	RunID     string            `json:"runID"`
+	StartedAt time.Time         `json:"startedAt"`
+	EndedAt   time.Time         `json:"endedAt"`
+	Seed      int64             `json:"seed"`
+	Config    map[string]any    `json:"config"`
+	Cluster   Cluster           `json:"cluster"`
+	Versions  map[string]string `json:"versions"`
+	Machine   Machine           `json:"machine"`
+	Loadgen   Loadgen           `json:"loadgen"`
+	CellOrder []string          `json:"cellOrder"` // cell IDs in the order they ran
+	Cells     []Cell            `json:"cells"`
+	Summary   []Summary         `json:"summary"` // per cell name, over repetitions
+	Baseline  string            `json:"baseline"`
+	Errors    []string          `json:"errors,omitempty"`
+}
+
+// Cluster describes where the run happened.
+type Cluster struct {
+	Provider      string `json:"provider"`
+	Server        string `json:"server"`
+	Context       string `json:"context,omitempty"`
+	ServerVersion string `json:"serverVersion"`
+	Nodes         int    `json:"nodes"`
+}
+
+// Machine is the harness host.
+type Machine struct {
+	Hostname  string `json:"hostname"`
+	CPUs      int    `json:"cpus"`
+	MemoryMiB int64  `json:"memoryMiB"`
+	GoVersion string `json:"goVersion"`
+	OS        string `json:"os"`
+}
+
+// Loadgen records how claims were sent.
+type Loadgen struct {
+	Identity      string  `json:"identity"`
+	FlowSchema    string  `json:"flowSchema"`
+	PriorityLevel string  `json:"priorityLevel"`
+	Connections   int     `json:"connections"`
+	QPS           float64 `json:"qps"`
+}
+
+// Cell is one repetition of one matrix cell.
+type Cell struct {
+	ID            string            `json:"id"` // name#rep
+	Name          string            `json:"name"`
+	Rep           int               `json:"rep"`
+	Namespace     string            `json:"namespace"`
+	Controller    Controller        `json:"controller"`
+	Brake         Brake             `json:"brake"`
+	T0            time.Time         `json:"t0"`
+	Fill          Fill              `json:"fill"`
+	Claims        []Claim           `json:"claims"`
+	Timeline      Timeline          `json:"timeline"`
+	Pool          []PoolSample      `json:"pool"`
+	Metrics       map[string]Scrape `json:"metrics"` // component -> before/after deltas
+	Stats         CellStats         `json:"stats"`
+	Error         string            `json:"error,omitempty"`
+	NotApplicable string            `json:"notApplicable,omitempty"`
+}
+
+// Controller is the controller of a cell.
+type Controller struct {
+	Version string   `json:"version"`
+	Flags   []string `json:"flags"`
+}
+
+// Brake is the brake setting of a cell.
+type Brake struct {
+	ReplenishDelay string  `json:"replenishDelay,omitempty"`
+	MaxRefillRate  float64 `json:"maxRefillRate,omitempty"`
+}
+
+// Fill is the initial pool fill before the burst.
+type Fill struct {
+	Replicas int     `json:"replicas"`
+	Seconds  float64 `json:"seconds"` // pool create -> readyReplicas == replicas
+}
+
+// Claim is one claim's timeline, in seconds from T0; negative values never occur, missing
+// stages are null.
+type Claim struct {
+	Name       string   `json:"name"`
+	Planned    float64  `json:"planned"`
+	Intent     *float64 `json:"intent"`
+	Acked      *float64 `json:"acked"`
+	Bound      *float64 `json:"bound"`
+	Ready      *float64 `json:"ready"`
+	LatencyMS  *float64 `json:"latencyMs"` // ready - intent
+	LaunchType string   `json:"launchType,omitempty"`
+	Sandbox    string   `json:"sandbox,omitempty"`
+	Failed     bool     `json:"failed"`
+	Reason     string   `json:"reason,omitempty"`
+}
+
+// Timeline holds per-second counts from T0 (server clock for creations and transitions).
+type Timeline struct {
+	SandboxCreates []float64 `json:"sandboxCreates"`
+	RefillCreates  []float64 `json:"refillCreates"` // sandboxes created by the warm-pool controller after T0
+	ColdCreates    []float64 `json:"coldCreates"`   // sandboxes created by the claim controller (cold starts)
+	PodCreates     []float64 `json:"podCreates"`
+	PodsScheduled  []float64 `json:"podsScheduled"`
+	PodsReady      []float64 `json:"podsReady"`
+	ClaimsReady    []float64 `json:"claimsReady"`
+}
+
+// PoolSample is the pool's status at T (seconds from T0).
+type PoolSample struct {
+	T        float64 `json:"t"`
+	Desired  int64   `json:"desired"`
+	Replicas int64   `json:"replicas"`
+	Ready    int64   `json:"ready"`
+}
+
+// Scrape is one component's metric deltas over a cell.
+type Scrape struct {
+	Error  string          `json:"error,omitempty"`
+	Series []scrape.Series `json:"series"`
+}
+
+// CellStats are the numbers computed from one cell.
+type CellStats struct {
+	Latency   LatencySet      `json:"latency"` // ms, client-observed
+	Total     int             `json:"total"`
+	Warm      int             `json:"warm"`
+	Cold      int             `json:"cold"`
+	Failed    int             `json:"failed"`
+	SendLagMS stats.Quantiles `json:"sendLagMs"`
+	AckMS     stats.Quantiles `json:"ackMs"`
+	Ceilings  Ceilings        `json:"ceilings"`
+	// RefillSeconds: T0 -> pool back at full readiness (null if it never refilled in time).
+	RefillSeconds *float64 `json:"refillSeconds"`
+	// RefillStartSeconds: T0 -> first refill sandbox created.
+	RefillStartSeconds *float64 `json:"refillStartSeconds"`
+	// ControllerLatencyMS: quantiles of agent_sandbox_client_claim_startup_latency_ms over the cell.
+	ControllerLatencyMS *stats.Quantiles   `json:"controllerLatencyMs,omitempty"`
+	CPUSeconds          map[string]float64 `json:"cpuSeconds,omitempty"`
+	APFWaitP99Seconds   map[string]float64 `json:"apfWaitP99Seconds,omitempty"` // by priority level
+	BrakeEngaged        *bool              `json:"brakeEngaged,omitempty"`
+	BrakeEvidence       string             `json:"brakeEvidence,omitempty"`
+}
+
+// LatencySet splits latency by launch type.
+type LatencySet struct {
+	All  stats.Quantiles `json:"all"`
+	Warm stats.Quantiles `json:"warm"`
+	Cold stats.Quantiles `json:"cold"`
+}
+
+// Ceilings are the highest rates held over 1 s and 5 s (per second).
+type Ceilings struct {
+	SandboxCreate1s float64 `json:"sandboxCreate1s"`
+	SandboxCreate5s float64 `json:"sandboxCreate5s"`
+	RefillCreate1s  float64 `json:"refillCreate1s"`
+	RefillCreate5s  float64 `json:"refillCreate5s"`
+	PodCreate1s     float64 `json:"podCreate1s"`
+	PodCreate5s     float64 `json:"podCreate5s"`
+	PodSchedule1s   float64 `json:"podSchedule1s"`
+	PodSchedule5s   float64 `json:"podSchedule5s"`
+	PodReady1s      float64 `json:"podReady1s"`
+	PodReady5s      float64 `json:"podReady5s"`
+}
+
+// Summary aggregates one cell name over its repetitions.
+type Summary struct {
+	Name          string   `json:"name"`
+	Reps          int      `json:"reps"`
+	NotApplicable string   `json:"notApplicable,omitempty"`
+	Metrics       []Metric `json:"metrics"`
+}
+
+// Metric is one summarized number with its CI and the comparison against the baseline cell.
+type Metric struct {
+	Key    string      `json:"key"` // e.g. claim.p99_ms
+	Unit   string      `json:"unit"`
+	Value  stats.Num   `json:"value"` // median over repetitions (pooled for latency quantiles)
+	CI     stats.CI    `json:"ci"`    // bootstrap 95%
+	Delta  *Delta      `json:"delta,omitempty"`
+	PerRep []stats.Num `json:"perRep"`
+}
+
+// Delta is the comparison of a metric against the baseline cell.
+type Delta struct {
+	Abs        stats.Num        `json:"abs"`
+	Pct        stats.Num        `json:"pct"`
+	CI         stats.CI         `json:"ci"` // bootstrap 95% CI of the difference
+	Comparison stats.Comparison `json:"comparison"`
+}
+
+// Write saves r as dir/results.json.
+func Write(dir string, r *Results) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "results.json")
+	raw, err := json.MarshalIndent(r, "", " ")
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, raw, 0o644)
+}
+
+// Read loads a results file and checks its schema.
+func Read(path string) (*Results, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Results
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Schema != SchemaVersion {
+		return nil, fmt.Errorf("%s: schema %q, this brakebench reads %q", path, r.Schema, SchemaVersion)
+	}
+	return &r, nil
+}
+
+// Find returns the metric key of summary name.
+func (r *Results) Find(name, key string) (*Metric, bool) {
+	for i := range r.Summary {
+		if r.Summary[i].Name != name {
+			continue
+		}
+		for j := range r.Summary[i].Metrics {
+			if r.Summary[i].Metrics[j].Key == key {
+				return &r.Summary[i].Metrics[j], true
+			}
+		}
+	}
+	return nil, false
+}

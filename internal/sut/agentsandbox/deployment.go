@@ -1,0 +1,151 @@
+package agentsandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Deployment drives the controller installed in a cluster (kind, kubeconfig): a cell's flags and
+// version become the Deployment's container args and image tag; the original is restored after.
+type Deployment struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Name      string
+}
+
+type deploymentSnapshot struct {
+	image    string
+	args     []string
+	replicas int32
+}
+
+func (d *Deployment) get(ctx context.Context) (*appsv1.Deployment, error) {
+	dep, err := d.Client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("agent-sandbox controller Deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	if len(dep.Spec.Template.Spec.Containers) == 0 {
+		return nil, fmt.Errorf("deployment %s/%s has no containers", d.Namespace, d.Name)
+	}
+	return dep, nil
+}
+
+func snapshot(dep *appsv1.Deployment) deploymentSnapshot {
+	c := dep.Spec.Template.Spec.Containers[0]
+	r := int32(1)
+	if dep.Spec.Replicas != nil {
+		r = *dep.Spec.Replicas
+	}
+	return deploymentSnapshot{image: c.Image, args: append([]string(nil), c.Args...), replicas: r}
+}
+
+// Current returns the image tag and args of the controller container.
+func (d *Deployment) Current(ctx context.Context) (version string, args []string, err error) {
+	dep, err := d.get(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	s := snapshot(dep)
+	return imageTag(s.image), s.args, nil
+}
+
+// Configure sets the image tag (when version != "") and appends extra to the original args.
+func (d *Deployment) Configure(ctx context.Context, version string, extra []string) (func(context.Context) error, error) {
+	dep, err := d.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	orig := snapshot(dep)
+	revert := func(ctx context.Context) error { return d.apply(ctx, orig) }
+	next := orig
+	next.args = mergeFlags(orig.args, extra)
+	if version != "" {
+		next.image = withTag(orig.image, version)
+	}
+	return revert, d.apply(ctx, next)
+}
+
+// Stop scales the controller to zero.
+func (d *Deployment) Stop(ctx context.Context) (func(context.Context) error, error) {
+	dep, err := d.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	orig := snapshot(dep)
+	next := orig
+	next.replicas = 0
+	return func(ctx context.Context) error { return d.apply(ctx, orig) }, d.apply(ctx, next)
+}
+
+func (d *Deployment) apply(ctx context.Context, s deploymentSnapshot) error {
+	dep, err := d.get(ctx)
+	if err != nil {
+		return err
+	}
+	name := dep.Spec.Template.Spec.Containers[0].Name
+	patch := map[string]any{"spec": map[string]any{
+		"replicas": s.replicas,
+		"template": map[string]any{"spec": map[string]any{"containers": []any{
+			map[string]any{"name": name, "image": s.image, "args": s.args},
+		}}},
+	}}
+	raw, _ := json.Marshal(patch)
+	if _, err := d.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.StrategicMergePatchType, raw, metav1.PatchOptions{FieldManager: "brakebench"}); err != nil {
+		return fmt.Errorf("patch %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	return d.waitRollout(ctx, 5*time.Minute)
+}
+
+func (d *Deployment) waitRollout(ctx context.Context, timeout time.Duration) error {
+	return wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		dep, err := d.get(ctx)
+		if err != nil {
+			return false, err
+		}
+		want := int32(1)
+		if dep.Spec.Replicas != nil {
+			want = *dep.Spec.Replicas
+		}
+		st := dep.Status
+		return st.ObservedGeneration >= dep.Generation && st.UpdatedReplicas == want && st.AvailableReplicas == want && st.Replicas == want, nil
+	})
+}
+
+// mergeFlags appends extra to base, replacing any base flag extra sets again.
+func mergeFlags(base, extra []string) []string {
+	name := func(f string) string { n, _, _ := strings.Cut(f, "="); return n }
+	override := map[string]bool{}
+	for _, e := range extra {
+		override[name(e)] = true
+	}
+	var out []string
+	for _, b := range base {
+		if !override[name(b)] {
+			out = append(out, b)
+		}
+	}
+	return append(out, extra...)
+}
+
+func imageTag(image string) string {
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return image[i+1:]
+	}
+	return ""
+}
+
+func withTag(image, tag string) string {
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		image = image[:i]
+	}
+	return image + ":" + tag
+}

@@ -1,0 +1,100 @@
+// Package reports renders results: the terminal comparison table (and, later, HTML and JUnit).
+package reports
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/brakebench/brakebench/internal/results"
+)
+
+// TableRows are the metrics the terminal table shows, in order.
+var TableRows = []string{
+	"claim.p50_ms", "claim.p90_ms", "claim.p99_ms",
+	"claims.warm", "claims.cold", "claims.failed",
+	"ceiling.sandbox_create_1s", "ceiling.sandbox_create_5s",
+	"ceiling.refill_create_5s", "ceiling.pod_schedule_1s", "ceiling.pod_schedule_5s",
+	"pool.refill_start_s", "pool.refill_s",
+	"controller.claim_startup_p50_ms", "cpu.kube-apiserver_s",
+}
+
+// FormatNum prints a number compactly ("timeout" for +Inf, "-" for no data).
+func FormatNum(v float64, unit string) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "timeout"
+	case math.IsNaN(v):
+		return "-"
+	case unit == "claims":
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 100:
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// FormatDelta prints a delta benchstat-style: "+12% (p=0.002)" or "~ (p=0.40)".
+func FormatDelta(d *results.Delta) string {
+	if d == nil {
+		return ""
+	}
+	p := float64(d.Comparison.P)
+	if math.IsNaN(p) {
+		return "~"
+	}
+	if !d.Comparison.Significant {
+		return fmt.Sprintf("~ (p=%.2f)", p)
+	}
+	pct := float64(d.Pct)
+	if math.IsInf(pct, 0) || math.IsNaN(pct) {
+		return fmt.Sprintf("%s (p=%.3f)", d.Comparison.Delta, p)
+	}
+	return fmt.Sprintf("%+.0f%% (p=%.3f)", pct, p)
+}
+
+// Table writes the cells side by side with each cell's delta against the baseline.
+func Table(w io.Writer, r *results.Results) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var head []string
+	head = append(head, "metric")
+	for _, s := range r.Summary {
+		head = append(head, fmt.Sprintf("%s (n=%d)", s.Name, s.Reps))
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, key := range TableRows {
+		row := []string{key}
+		any := false
+		for _, s := range r.Summary {
+			m, ok := r.Find(s.Name, key)
+			switch {
+			case s.NotApplicable != "":
+				row = append(row, "n/a")
+			case !ok:
+				row = append(row, "-")
+			default:
+				any = true
+				cellText := FormatNum(float64(m.Value), m.Unit)
+				if d := FormatDelta(m.Delta); d != "" {
+					cellText += " " + d
+				}
+				row = append(row, cellText)
+			}
+		}
+		if any {
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+	}
+	_ = tw.Flush()
+	for _, c := range r.Cells {
+		if c.Stats.BrakeEvidence != "" {
+			verdict := "ENGAGED"
+			if c.Stats.BrakeEngaged != nil && !*c.Stats.BrakeEngaged {
+				verdict = "NOT ENGAGED"
+			}
+			fmt.Fprintf(w, "brake %-20s %-11s %s\n", c.ID, verdict, c.Stats.BrakeEvidence)
+		}
+	}
+}

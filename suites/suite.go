@@ -1,0 +1,97 @@
+// Package suites holds the experiments. Each suite registers itself by name and reads top to
+// bottom as scenario, matrix and gates; the runner in the CLI never grows a switch per suite.
+package suites
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/config"
+	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/progress"
+	"github.com/brakebench/brakebench/internal/provider"
+	"github.com/brakebench/brakebench/internal/results"
+)
+
+// Suite is one experiment.
+type Suite interface {
+	Name() string
+	Description() string
+	Brakes() []string
+	Faults() []string
+	// Plan resolves the matrix without touching a cluster.
+	Plan(cfg *config.Resolved) (*Plan, error)
+	// Run executes the plan on env's cluster.
+	Run(ctx context.Context, env *Env, plan *Plan) (*results.Results, error)
+}
+
+// Env is what a suite runs against.
+type Env struct {
+	Config   *config.Resolved
+	Cluster  provider.Cluster
+	Clients  *kube.Clients
+	Progress *progress.Progress
+	// Reverts holds every undo registered during the run; the CLI runs it on every exit path.
+	Reverts *faults.Stack
+	RunID   string
+	// Versions are the pinned component versions (for provenance).
+	Versions map[string]string
+}
+
+// Plan is a resolved matrix.
+type Plan struct {
+	Suite   string        `json:"suite"`
+	Seed    int64         `json:"seed"`
+	Cells   []PlannedCell `json:"cells"`   // in run order
+	Changes []string      `json:"changes"` // what will be created or changed, and where
+}
+
+// PlannedCell is one repetition of one matrix cell.
+type PlannedCell struct {
+	ID      string        `json:"id"`
+	Name    string        `json:"name"`
+	Rep     int           `json:"rep"`
+	Version string        `json:"version,omitempty"` // controller version ("" = the configured one)
+	Flags   []string      `json:"flags"`             // controller flags the cell adds
+	Brake   results.Brake `json:"brake"`
+}
+
+// Registry is the set of known suites.
+type Registry struct {
+	suites map[string]Suite
+}
+
+// NewRegistry registers suites.
+func NewRegistry(ss ...Suite) *Registry {
+	r := &Registry{suites: map[string]Suite{}}
+	for _, s := range ss {
+		r.suites[s.Name()] = s
+	}
+	return r
+}
+
+// Default is every suite brakebench ships.
+func Default() *Registry {
+	return NewRegistry(WarmpoolBurst(), WarmpoolSustained())
+}
+
+// Get finds a suite by name.
+func (r *Registry) Get(name string) (Suite, error) {
+	s, ok := r.suites[name]
+	if !ok {
+		return nil, fmt.Errorf("no suite named %q (known: %v)", name, r.Names())
+	}
+	return s, nil
+}
+
+// Names lists the suites, sorted.
+func (r *Registry) Names() []string {
+	var out []string
+	for n := range r.suites {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,210 @@
+package suites
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/stats"
+)
+
+const (
+	bootstrapIters = 2000
+	confidence     = 0.95
+	alpha          = 0.05
+)
+
+// metricDef is one summarized number. Latency quantiles pool the claims of every repetition
+// (pooled); everything else is one value per repetition, summarized by its median.
+type metricDef struct {
+	key, unit string
+	rep       func(c *results.Cell) float64
+	pooled    func(c *results.Cell) []float64
+	stat      func([]float64) float64
+}
+
+func latencies(filter string) func(c *results.Cell) []float64 {
+	return func(c *results.Cell) []float64 {
+		var out []float64
+		for _, cl := range c.Claims {
+			switch {
+			case cl.Failed && filter == "":
+				out = append(out, math.Inf(1))
+			case cl.LatencyMS != nil && (filter == "" || cl.LaunchType == filter):
+				out = append(out, *cl.LatencyMS)
+			}
+		}
+		return out
+	}
+}
+
+func q(p float64) func([]float64) float64 {
+	return func(xs []float64) float64 { return stats.NearestRank(xs, p) }
+}
+
+func ptr(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
+
+// MetricDefs are the summary rows of a warm-pool suite, in display order.
+var metricDefs = []metricDef{
+	{key: "claim.p50_ms", unit: "ms", pooled: latencies(""), stat: q(50)},
+	{key: "claim.p90_ms", unit: "ms", pooled: latencies(""), stat: q(90)},
+	{key: "claim.p99_ms", unit: "ms", pooled: latencies(""), stat: q(99)},
+	{key: "claim.warm.p50_ms", unit: "ms", pooled: latencies("warm"), stat: q(50)},
+	{key: "claim.cold.p50_ms", unit: "ms", pooled: latencies("cold"), stat: q(50)},
+	{key: "claims.warm", unit: "claims", rep: func(c *results.Cell) float64 { return float64(c.Stats.Warm) }},
+	{key: "claims.cold", unit: "claims", rep: func(c *results.Cell) float64 { return float64(c.Stats.Cold) }},
+	{key: "claims.failed", unit: "claims", rep: func(c *results.Cell) float64 { return float64(c.Stats.Failed) }},
+	{key: "ceiling.sandbox_create_1s", unit: "/s", rep: func(c *results.Cell) float64 { return c.Stats.Ceilings.SandboxCreate1s }},
+	{key: "ceiling.sandbox_create_5s", unit: "/s", rep: func(c *results.Cell) float64 { return c.Stats.Ceilings.SandboxCreate5s }},
+	{key: "ceiling.refill_create_1s", unit: "/s", rep: func(c *results.Cell) float64 { return c.Stats.Ceilings.RefillCreate1s }},
+	{key: "ceiling.refill_create_5s", unit: "/s", rep: func(c *results.Cell) float64 { return c.Stats.Ceilings.RefillCreate5s }},
+	{key: "ceiling.pod_create_1s", unit: "/s", rep: func(c *results.Cell) float64 { return c.Stats.Ceilings.PodCreate1s }},
+	{key: "ceiling.pod_create_5s", unit: "/s", rep: func(c *results.Cell) float64 { return c.Stats.Ceilings.PodCreate5s }},
+	{key: "ceiling.pod_schedule_1s", unit: "/s", rep: func(c *results.Cell) float64 { return c.Stats.Ceilings.PodSchedule1s }},
+	{key: "ceiling.pod_schedule_5s", unit: "/s", rep: func(c *results.Cell) float64 { return c.Stats.Ceilings.PodSchedule5s }},
+	{key: "ceiling.pod_ready_5s", unit: "/s", rep: func(c *results.Cell) float64 { return c.Stats.Ceilings.PodReady5s }},
+	{key: "pool.fill_s", unit: "s", rep: func(c *results.Cell) float64 { return c.Fill.Seconds }},
+	{key: "pool.refill_start_s", unit: "s", rep: func(c *results.Cell) float64 { return ptr(c.Stats.RefillStartSeconds) }},
+	{key: "pool.refill_s", unit: "s", rep: func(c *results.Cell) float64 { return ptr(c.Stats.RefillSeconds) }},
+	{key: "loadgen.send_lag_p99_ms", unit: "ms", rep: func(c *results.Cell) float64 { return c.Stats.SendLagMS.P99 }},
+	{key: "controller.claim_startup_p50_ms", unit: "ms", rep: func(c *results.Cell) float64 {
+		if c.Stats.ControllerLatencyMS == nil {
+			return math.NaN()
+		}
+		return c.Stats.ControllerLatencyMS.P50
+	}},
+	{key: "controller.claim_startup_p99_ms", unit: "ms", rep: func(c *results.Cell) float64 {
+		if c.Stats.ControllerLatencyMS == nil {
+			return math.NaN()
+		}
+		return c.Stats.ControllerLatencyMS.P99
+	}},
+	{key: "cpu.kube-apiserver_s", unit: "s", rep: func(c *results.Cell) float64 { return cpu(c, "kube-apiserver") }},
+	{key: "cpu.agent-sandbox-controller_s", unit: "s", rep: func(c *results.Cell) float64 { return cpu(c, "agent-sandbox-controller") }},
+}
+
+func cpu(c *results.Cell, comp string) float64 {
+	if v, ok := c.Stats.CPUSeconds[comp]; ok {
+		return v
+	}
+	return math.NaN()
+}
+
+// MetricKeys lists the summary keys (gates and reports refer to them).
+func MetricKeys() []string {
+	out := make([]string, len(metricDefs))
+	for i, d := range metricDefs {
+		out[i] = d.key
+	}
+	return out
+}
+
+type sample struct {
+	perRep []float64
+	pooled []float64
+}
+
+func (d metricDef) sample(cells []*results.Cell) sample {
+	var s sample
+	for _, c := range cells {
+		if d.pooled != nil {
+			p := d.pooled(c)
+			s.pooled = append(s.pooled, p...)
+			s.perRep = append(s.perRep, d.stat(p))
+		} else if v := d.rep(c); !math.IsNaN(v) {
+			s.perRep = append(s.perRep, v)
+		}
+	}
+	return s
+}
+
+func (d metricDef) value(s sample) float64 {
+	if d.pooled != nil {
+		return d.stat(s.pooled)
+	}
+	return stats.Median(s.perRep)
+}
+
+// finite replaces +Inf (failed claims) by a value above every finite one, so rank tests rank
+// them last instead of choking on them.
+func finite(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		if math.IsInf(x, 1) {
+			x = math.MaxFloat64 / 4
+		}
+		out[i] = x
+	}
+	return out
+}
+
+// Summarize aggregates cells by name over repetitions and compares each with the baseline cell.
+func Summarize(cells []results.Cell, baseline string, seed int64) []results.Summary {
+	rng := rand.New(rand.NewPCG(uint64(seed), 2))
+	groups := map[string][]*results.Cell{}
+	var names []string
+	notApplicable := map[string]string{}
+	for i := range cells {
+		c := &cells[i]
+		if _, seen := groups[c.Name]; !seen {
+			names = append(names, c.Name)
+			groups[c.Name] = nil
+		}
+		if c.NotApplicable != "" {
+			notApplicable[c.Name] = c.NotApplicable
+			continue
+		}
+		if c.Error == "" {
+			groups[c.Name] = append(groups[c.Name], c)
+		}
+	}
+	order := map[string]int{"none": 0, "replenish-delay": 1, "max-refill-rate": 2, "both": 3}
+	sort.SliceStable(names, func(i, j int) bool { return order[names[i]] < order[names[j]] })
+	var out []results.Summary
+	for _, name := range names {
+		sum := results.Summary{Name: name, Reps: len(groups[name]), NotApplicable: notApplicable[name]}
+		if sum.NotApplicable != "" || len(groups[name]) == 0 {
+			out = append(out, sum)
+			continue
+		}
+		for _, d := range metricDefs {
+			s := d.sample(groups[name])
+			if len(s.perRep) == 0 {
+				continue
+			}
+			m := results.Metric{Key: d.key, Unit: d.unit, Value: stats.Num(d.value(s))}
+			for _, v := range s.perRep {
+				m.PerRep = append(m.PerRep, stats.Num(v))
+			}
+			if d.pooled != nil {
+				m.CI = stats.Bootstrap(s.pooled, d.stat, bootstrapIters, confidence, rng)
+			} else {
+				m.CI = stats.Bootstrap(s.perRep, stats.Median, bootstrapIters, confidence, rng)
+			}
+			if name != baseline && len(groups[baseline]) > 0 {
+				bs := d.sample(groups[baseline])
+				if len(bs.perRep) > 0 {
+					base := d.value(bs)
+					delta := &results.Delta{Abs: stats.Num(float64(m.Value) - base), Pct: stats.Num((float64(m.Value) - base) / base * 100)}
+					if d.pooled != nil {
+						delta.CI = stats.BootstrapDelta(bs.pooled, s.pooled, d.stat, bootstrapIters, confidence, rng)
+						delta.Comparison = stats.Compare(finite(bs.pooled), finite(s.pooled), alpha)
+					} else {
+						delta.CI = stats.BootstrapDelta(bs.perRep, s.perRep, stats.Median, bootstrapIters, confidence, rng)
+						delta.Comparison = stats.Compare(bs.perRep, s.perRep, alpha)
+					}
+					m.Delta = delta
+				}
+			}
+			sum.Metrics = append(sum.Metrics, m)
+		}
+		out = append(out, sum)
+	}
+	return out
+}

@@ -1,0 +1,243 @@
+package suites
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/brakebench/brakebench/internal/recorder"
+	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/scrape"
+	"github.com/brakebench/brakebench/internal/stats"
+	"github.com/brakebench/brakebench/loadgen"
+)
+
+// cellInput is everything a cell's numbers are computed from (a pure function of it).
+type cellInput struct {
+	cell         results.Cell
+	snap         recorder.Snapshot
+	sent         []loadgen.Sent
+	t0, end      time.Time
+	pool         string
+	poolSize     int
+	claimTimeout time.Duration
+	metrics      map[string]results.Scrape
+}
+
+// RateTolerance is how far a refill create ceiling over 5 s may exceed max-refill-rate R and
+// still count as held: the token bucket starts full with capacity max(1, R), so in the first
+// 5 s up to R + 5R creates are legal (1.2 R/s), and creation timestamps have 1 s resolution,
+// which can shift one second's creates into a neighbouring bin (another ~0.05 R).
+const RateTolerance = 1.25
+
+func rel(t, t0 time.Time) *float64 {
+	if t.IsZero() {
+		return nil
+	}
+	v := t.Sub(t0).Seconds()
+	return &v
+}
+
+// bin adds one event at server time ts to per-second counts from t0 (1 s resolution).
+func bin(counts []float64, t0, ts time.Time) []float64 {
+	i := int(ts.Unix() - t0.Unix())
+	if i < 0 {
+		return counts
+	}
+	for len(counts) <= i {
+		counts = append(counts, 0)
+	}
+	counts[i]++
+	return counts
+}
+
+func assemble(in cellInput) results.Cell {
+	c := in.cell
+	c.T0 = in.t0
+	c.Metrics = in.metrics
+	st := &c.Stats
+	var all, warm, cold, lag, ack []float64
+	for _, s := range in.sent {
+		cl := results.Claim{Name: s.Name, Planned: s.Planned.Sub(in.t0).Seconds(), Intent: rel(s.Intent, in.t0), Acked: rel(s.Acked, in.t0)}
+		if !s.Intent.IsZero() {
+			lag = append(lag, ms(s.Intent.Sub(s.Planned)))
+			ack = append(ack, ms(s.Acked.Sub(s.Intent)))
+		}
+		obs := in.snap.Claims[s.Name]
+		cl.Bound, cl.Sandbox = rel(obs.Bound, in.t0), obs.Sandbox
+		if sb, ok := in.snap.Sandboxes[obs.Sandbox]; ok {
+			cl.LaunchType = sb.LaunchType
+		}
+		switch {
+		case s.Err != "":
+			cl.Failed, cl.Reason = true, "create failed: "+s.Err
+		case obs.Ready.IsZero() || obs.Ready.Sub(s.Intent) > in.claimTimeout:
+			cl.Failed, cl.Reason = true, fmt.Sprintf("not Ready within %s (last reason %q)", in.claimTimeout, obs.LastReason)
+		default:
+			cl.Ready = rel(obs.Ready, in.t0)
+			l := ms(obs.Ready.Sub(s.Intent))
+			cl.LatencyMS = &l
+		}
+		st.Total++
+		if cl.Failed {
+			st.Failed++
+			all = append(all, math.Inf(1)) // stays in the denominator
+		} else {
+			all = append(all, *cl.LatencyMS)
+			switch cl.LaunchType {
+			case "warm":
+				st.Warm++
+				warm = append(warm, *cl.LatencyMS)
+			case "cold":
+				st.Cold++
+				cold = append(cold, *cl.LatencyMS)
+			}
+		}
+		if cl.Ready != nil {
+			c.Timeline.ClaimsReady = bin(c.Timeline.ClaimsReady, in.t0, obs.Ready)
+		}
+		c.Claims = append(c.Claims, cl)
+	}
+	st.Latency = results.LatencySet{All: stats.Summarize(all), Warm: stats.Summarize(warm), Cold: stats.Summarize(cold)}
+	st.SendLagMS, st.AckMS = stats.Summarize(lag), stats.Summarize(ack)
+
+	// Creations after T0 (observed after T0: fill members were all seen before it).
+	var firstRefill time.Time
+	for _, sb := range sortedSandboxes(in.snap.Sandboxes) {
+		if sb.Observed.Before(in.t0) {
+			continue
+		}
+		c.Timeline.SandboxCreates = bin(c.Timeline.SandboxCreates, in.t0, sb.Created)
+		if sb.FromPool {
+			c.Timeline.RefillCreates = bin(c.Timeline.RefillCreates, in.t0, sb.Created)
+			if firstRefill.IsZero() || sb.Observed.Before(firstRefill) {
+				firstRefill = sb.Observed
+			}
+		} else {
+			c.Timeline.ColdCreates = bin(c.Timeline.ColdCreates, in.t0, sb.Created)
+		}
+	}
+	st.RefillStartSeconds = rel(firstRefill, in.t0)
+	for _, p := range in.snap.Pods {
+		if p.Observed.Before(in.t0) {
+			continue
+		}
+		c.Timeline.PodCreates = bin(c.Timeline.PodCreates, in.t0, p.Created)
+		if !p.Scheduled.IsZero() {
+			c.Timeline.PodsScheduled = bin(c.Timeline.PodsScheduled, in.t0, p.Scheduled)
+		}
+		if !p.Ready.IsZero() {
+			c.Timeline.PodsReady = bin(c.Timeline.PodsReady, in.t0, p.Ready)
+		}
+	}
+	tl := c.Timeline
+	st.Ceilings = results.Ceilings{
+		SandboxCreate1s: stats.Ceiling(tl.SandboxCreates, 1), SandboxCreate5s: stats.Ceiling(tl.SandboxCreates, 5),
+		RefillCreate1s: stats.Ceiling(tl.RefillCreates, 1), RefillCreate5s: stats.Ceiling(tl.RefillCreates, 5),
+		PodCreate1s: stats.Ceiling(tl.PodCreates, 1), PodCreate5s: stats.Ceiling(tl.PodCreates, 5),
+		PodSchedule1s: stats.Ceiling(tl.PodsScheduled, 1), PodSchedule5s: stats.Ceiling(tl.PodsScheduled, 5),
+		PodReady1s: stats.Ceiling(tl.PodsReady, 1), PodReady5s: stats.Ceiling(tl.PodsReady, 5),
+	}
+
+	// Pool: refill = first time after the post-T0 drop that the pool is full and Ready again.
+	dropped := false
+	for _, ps := range in.snap.Pools[in.pool] {
+		t := ps.At.Sub(in.t0).Seconds()
+		c.Pool = append(c.Pool, results.PoolSample{T: t, Desired: ps.Desired, Replicas: ps.Replicas, Ready: ps.Ready})
+		if t < 0 {
+			continue
+		}
+		if ps.Ready < int64(in.poolSize) {
+			dropped = true
+		} else if dropped && st.RefillSeconds == nil && ps.Replicas >= int64(in.poolSize) {
+			v := t
+			st.RefillSeconds = &v
+		}
+	}
+
+	controllerStats(st, in.metrics)
+	brakeEvidence(&c)
+	return c
+}
+
+func sortedSandboxes(m map[string]recorder.Sandbox) []recorder.Sandbox {
+	out := make([]recorder.Sandbox, 0, len(m))
+	for _, s := range m {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Observed.Before(out[j].Observed) })
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// controllerStats derives the cross-checks from the metric deltas: the controller's own claim
+// startup histogram, each component's CPU seconds, and APF wait p99 per priority level.
+func controllerStats(st *results.CellStats, m map[string]results.Scrape) {
+	if ctl, ok := m["agent-sandbox-controller"]; ok && ctl.Error == "" {
+		h := scrape.Merge(ctl.Series, "agent_sandbox_client_claim_startup_latency_ms", nil)
+		if h.Count > 0 {
+			st.ControllerLatencyMS = &stats.Quantiles{N: int(h.Count), P50: scrape.HistogramQuantile(h, 0.5),
+				P90: scrape.HistogramQuantile(h, 0.9), P99: scrape.HistogramQuantile(h, 0.99), Max: math.NaN()}
+		}
+	}
+	for comp, s := range m {
+		if s.Error != "" {
+			continue
+		}
+		if v := scrape.Sum(s.Series, "process_cpu_seconds_total", nil); v > 0 {
+			if st.CPUSeconds == nil {
+				st.CPUSeconds = map[string]float64{}
+			}
+			st.CPUSeconds[comp] = v
+		}
+	}
+	if api, ok := m["kube-apiserver"]; ok && api.Error == "" {
+		levels := map[string]bool{}
+		for _, s := range api.Series {
+			if s.Name == "apiserver_flowcontrol_request_wait_duration_seconds" {
+				levels[s.Labels["priority_level"]] = true
+			}
+		}
+		for l := range levels {
+			h := scrape.Merge(api.Series, "apiserver_flowcontrol_request_wait_duration_seconds", map[string]string{"priority_level": l})
+			if h.Count > 0 {
+				if st.APFWaitP99Seconds == nil {
+					st.APFWaitP99Seconds = map[string]float64{}
+				}
+				st.APFWaitP99Seconds[l] = scrape.HistogramQuantile(h, 0.99)
+			}
+		}
+	}
+}
+
+// brakeEvidence states whether the cell's brake visibly shaped the refill (a brake that never
+// engages measures nothing): the rate cap must hold the refill create ceiling near R while more
+// than one bucket's worth was refilled; the delay must defer the first refill create by ~D.
+func brakeEvidence(c *results.Cell) {
+	st := &c.Stats
+	var ok = true
+	var ev []string
+	if r := c.Brake.MaxRefillRate; r > 0 {
+		refilled := 0.0
+		for _, v := range c.Timeline.RefillCreates {
+			refilled += v
+		}
+		held := st.Ceilings.RefillCreate5s <= RateTolerance*r
+		engaged := held && refilled > math.Max(1, r)
+		ok = ok && engaged
+		ev = append(ev, fmt.Sprintf("refill creates held at %.1f/s over 5 s (cap %.4g/s, tolerance x%.2f) across %d refill creates", st.Ceilings.RefillCreate5s, r, RateTolerance, int(refilled)))
+	}
+	if c.Brake.ReplenishDelay != "" {
+		d, _ := time.ParseDuration(c.Brake.ReplenishDelay)
+		engaged := st.RefillStartSeconds != nil && *st.RefillStartSeconds >= 0.9*d.Seconds()
+		ok = ok && engaged
+		ev = append(ev, fmt.Sprintf("first refill create seen %s after the burst (delay %s)", fmtSecs(st.RefillStartSeconds), d))
+	}
+	if len(ev) == 0 {
+		return
+	}
+	st.BrakeEngaged = &ok
+	st.BrakeEvidence = fmt.Sprint(ev)
+}

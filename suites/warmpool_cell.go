@@ -1,0 +1,223 @@
+package suites
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	toolswatch "k8s.io/client-go/tools/watch"
+
+	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/provider"
+	"github.com/brakebench/brakebench/internal/recorder"
+	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/scrape"
+	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
+	"github.com/brakebench/brakebench/loadgen"
+)
+
+var listAll = metav1.ListOptions{}
+
+const (
+	poolName     = "bench-pool"
+	templateName = "bench-template"
+)
+
+// runCell runs one cell: namespace, template and pool, wait full, fire, wait Ready and refill,
+// scrape, assemble, delete the namespace. Errors end up in cell.Error; the run goes on.
+func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadgen.Schedule) (cell results.Cell) {
+	cfg := env.Config
+	wl := cfg.Workload
+	cell = results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake}
+	ns := fmt.Sprintf("bb-%s-%02d", env.RunID, idx)
+	cell.Namespace = ns
+	labels := map[string]string{kube.ManagedByKey: kube.ManagedByValue, kube.RunIDKey: env.RunID}
+	c := env.Clients
+
+	// Namespace teardown is registered before the namespace exists; it runs at the end of the
+	// cell, or from the run's revert stack if the run is interrupted first.
+	var cellReverts faults.Stack
+	cellReverts.Push("namespace "+ns, func(ctx context.Context) error { return deleteNamespace(ctx, c, ns, 5*time.Minute) })
+	env.Reverts.Push("cell "+pc.ID, cellReverts.Run)
+	defer func() {
+		if err := cellReverts.Run(context.WithoutCancel(ctx)); err != nil && cell.Error == "" {
+			cell.Error = err.Error()
+		}
+	}()
+	if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+		cell.Error = "create namespace: " + err.Error()
+		return cell
+	}
+	rec, err := recorder.Start(ctx, c, ns)
+	if err != nil {
+		cell.Error = err.Error()
+		return cell
+	}
+	defer rec.Stop()
+
+	// Template and pool first, then claims (a claim created before its template waits a minute).
+	fillStart := time.Now()
+	if err := c.Apply(ctx, benchObjects(ns, wl.Pool, wl.Image), labels); err != nil {
+		cell.Error = err.Error()
+		return cell
+	}
+	if !rec.WaitFor(ctx, wl.FillTimeout, func() bool { r, _ := rec.PoolReady(poolName); return r >= int64(wl.Pool) }) {
+		r, _ := rec.PoolReady(poolName)
+		cell.Error = fmt.Sprintf("pool did not fill: %d/%d Ready after %s", r, wl.Pool, wl.FillTimeout)
+		return cell
+	}
+	cell.Fill = results.Fill{Replicas: wl.Pool, Seconds: time.Since(fillStart).Seconds()}
+
+	targets := env.Cluster.MetricsTargets()
+	before := scrapeAll(ctx, env, targets)
+
+	genCfg := c.Config
+	if cfg.Loadgen.Identity == "serviceaccount" {
+		if genCfg, err = loadgen.ServiceAccountConfig(ctx, c.Config, c.Typed, ns, labels); err != nil {
+			cell.Error = "loadgen identity: " + err.Error()
+			return cell
+		}
+	}
+	gen, err := loadgen.NewGenerator(genCfg, cfg.Loadgen.Connections, cfg.Loadgen.QPS, cfg.Loadgen.Burst)
+	if err != nil {
+		cell.Error = err.Error()
+		return cell
+	}
+	gen.Namespace, gen.Pool, gen.Prefix, gen.Labels = ns, poolName, "claim-", labels
+	sent := env.Progress.Counter("claims sent "+pc.ID, len(sched))
+	gen.Progress = sent
+	ready := env.Progress.Counter("claims Ready "+pc.ID, len(sched))
+
+	t0 := time.Now().Add(50 * time.Millisecond)
+	fired := gen.Fire(ctx, t0, sched)
+	sent.Done()
+
+	// Every claim is Ready, failed to create, or past its own timeout.
+	claimsDone := func() bool {
+		now := time.Now()
+		done, nReady, nFailed := true, int64(0), int64(0)
+		for _, s := range fired {
+			switch {
+			case s.Err != "":
+				nFailed++
+			case rec.ClaimReady(s.Name):
+				nReady++
+			case now.After(s.Intent.Add(wl.ClaimTimeout)):
+				nFailed++
+			default:
+				done = false
+			}
+		}
+		ready.Set(nReady+nFailed, nFailed)
+		return done
+	}
+	rec.WaitFor(ctx, wl.ClaimTimeout+time.Until(t0)+sched.End(), claimsDone)
+	claimsDone()
+	ready.Done()
+	refilled := rec.WaitFor(ctx, wl.RefillTimeout, func() bool {
+		r, n := rec.PoolReady(poolName)
+		return r >= int64(wl.Pool) && n >= int64(wl.Pool)
+	})
+	end := time.Now()
+	after := scrapeAll(ctx, env, targets)
+
+	cell = assemble(cellInput{
+		cell: cell, snap: rec.Snapshot(), sent: fired, t0: t0, end: end, pool: poolName, poolSize: wl.Pool,
+		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after),
+	})
+	if !refilled && cell.Error == "" {
+		r, _ := rec.PoolReady(poolName)
+		env.Progress.Printf("    pool did not refill within %s (%d/%d Ready)", wl.RefillTimeout, r, wl.Pool)
+	}
+	if ctx.Err() != nil && cell.Error == "" {
+		cell.Error = "interrupted"
+	}
+	return cell
+}
+
+// benchObjects are the cell's SandboxTemplate and SandboxWarmPool.
+func benchObjects(ns string, replicas int, image string) []*unstructured.Unstructured {
+	tmpl := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
+		"metadata": map[string]any{"name": templateName, "namespace": ns},
+		"spec": map[string]any{
+			"networkPolicyManagement": "Unmanaged",
+			"podTemplate": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": "brakebench-sandbox"}},
+				"spec": map[string]any{
+					"restartPolicy": "Never", "terminationGracePeriodSeconds": int64(1), "automountServiceAccountToken": false,
+					"containers": []any{map[string]any{"name": "main", "image": image}},
+				},
+			},
+		},
+	}}
+	pool := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxWarmPool",
+		"metadata": map[string]any{"name": poolName, "namespace": ns},
+		"spec":     map[string]any{"replicas": int64(replicas), "sandboxTemplateRef": map[string]any{"name": templateName}},
+	}}
+	return []*unstructured.Unstructured{tmpl, pool}
+}
+
+type scrapes map[string]scrapeResult
+
+type scrapeResult struct {
+	series []scrape.Series
+	err    error
+}
+
+func scrapeAll(ctx context.Context, env *Env, targets []provider.MetricsTarget) scrapes {
+	out := scrapes{}
+	for _, t := range targets {
+		s, err := scrape.Fetch(ctx, env.Clients.Config, scrape.Target{Component: t.Component, URL: t.URL, ViaAPIServer: t.ViaAPIServer, Insecure: t.Insecure})
+		out[t.Component] = scrapeResult{s, err}
+	}
+	return out
+}
+
+func deltas(before, after scrapes) map[string]results.Scrape {
+	out := map[string]results.Scrape{}
+	for comp, a := range after {
+		b := before[comp]
+		switch {
+		case a.err != nil:
+			out[comp] = results.Scrape{Error: a.err.Error()}
+		case b.err != nil:
+			out[comp] = results.Scrape{Error: "before: " + b.err.Error()}
+		default:
+			out[comp] = results.Scrape{Series: scrape.Delta(b.series, a.series)}
+		}
+	}
+	return out
+}
+
+// deleteNamespace deletes ns by exact name and waits, on a watch, until it is gone.
+func deleteNamespace(ctx context.Context, c *kube.Clients, ns string, timeout time.Duration) error {
+	err := c.Typed.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete namespace %s: %w", ns, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	lw := cache.NewListWatchFromClient(c.Typed.CoreV1().RESTClient(), "namespaces", "", fields.OneTermEqualSelector("metadata.name", ns))
+	_, err = toolswatch.UntilWithSync(wctx, lw, &corev1.Namespace{}, func(store cache.Store) (bool, error) {
+		return len(store.List()) == 0, nil
+	}, func(ev watch.Event) (bool, error) { return ev.Type == watch.Deleted, nil })
+	if err != nil {
+		return fmt.Errorf("namespace %s not gone after %s: %w", ns, timeout, err)
+	}
+	return nil
+}
+
+var _ = agentsandbox.ClaimGVR
