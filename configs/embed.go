@@ -4,7 +4,7 @@ package configs
 
 import "embed"
 
-// FS holds versions.yaml and suites/*.yaml.
+// FS holds versions.yaml, published.yaml, suites/*.yaml and gates/*.yaml.
 //
-//go:embed versions.yaml suites/*.yaml
+//go:embed versions.yaml published.yaml suites/*.yaml gates/*.yaml
 var FS embed.FS

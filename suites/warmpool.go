@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/loadgen"
@@ -140,7 +140,7 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 		}
 		env.Progress.Printf("    %s", oneLine(cell))
 	}
-	res.Summary = Summarize(res.Cells, res.Baseline, plan.Seed)
+	res.Summary = analysis.Summarize(res.Cells, res.Baseline, plan.Seed)
 	res.EndedAt = time.Now().UTC()
 	return res, nil
 }
@@ -172,5 +172,3 @@ func machine() results.Machine {
 	}
 	return m
 }
-
-var _ = faults.Stack{}

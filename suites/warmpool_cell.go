@@ -20,14 +20,14 @@ import (
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
-	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 	"github.com/brakebench/brakebench/loadgen"
 )
 
 var listAll = metav1.ListOptions{}
 
 const (
-	poolName     = "bench-pool"
+	// PoolName is the SandboxWarmPool every warm-pool cell creates.
+	PoolName     = "bench-pool"
 	templateName = "bench-template"
 )
 
@@ -65,12 +65,12 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 
 	// Template and pool first, then claims (a claim created before its template waits a minute).
 	fillStart := time.Now()
-	if err := c.Apply(ctx, benchObjects(ns, wl.Pool, wl.Image), labels); err != nil {
+	if err := c.Apply(ctx, BenchObjects(ns, wl.Pool, wl.Image), labels); err != nil {
 		cell.Error = err.Error()
 		return cell
 	}
-	if !rec.WaitFor(ctx, wl.FillTimeout, func() bool { r, _ := rec.PoolReady(poolName); return r >= int64(wl.Pool) }) {
-		r, _ := rec.PoolReady(poolName)
+	if !rec.WaitFor(ctx, wl.FillTimeout, func() bool { r, _ := rec.PoolReady(PoolName); return r >= int64(wl.Pool) }) {
+		r, _ := rec.PoolReady(PoolName)
 		cell.Error = fmt.Sprintf("pool did not fill: %d/%d Ready after %s", r, wl.Pool, wl.FillTimeout)
 		return cell
 	}
@@ -91,7 +91,7 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		cell.Error = err.Error()
 		return cell
 	}
-	gen.Namespace, gen.Pool, gen.Prefix, gen.Labels = ns, poolName, "claim-", labels
+	gen.Namespace, gen.Pool, gen.Prefix, gen.Labels = ns, PoolName, "claim-", labels
 	sent := env.Progress.Counter("claims sent "+pc.ID, len(sched))
 	gen.Progress = sent
 	ready := env.Progress.Counter("claims Ready "+pc.ID, len(sched))
@@ -123,18 +123,18 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	claimsDone()
 	ready.Done()
 	refilled := rec.WaitFor(ctx, wl.RefillTimeout, func() bool {
-		r, n := rec.PoolReady(poolName)
+		r, n := rec.PoolReady(PoolName)
 		return r >= int64(wl.Pool) && n >= int64(wl.Pool)
 	})
 	end := time.Now()
 	after := scrapeAll(ctx, env, targets)
 
 	cell = assemble(cellInput{
-		cell: cell, snap: rec.Snapshot(), sent: fired, t0: t0, end: end, pool: poolName, poolSize: wl.Pool,
+		cell: cell, snap: rec.Snapshot(), sent: fired, t0: t0, end: end, pool: PoolName, poolSize: wl.Pool,
 		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after),
 	})
 	if !refilled && cell.Error == "" {
-		r, _ := rec.PoolReady(poolName)
+		r, _ := rec.PoolReady(PoolName)
 		env.Progress.Printf("    pool did not refill within %s (%d/%d Ready)", wl.RefillTimeout, r, wl.Pool)
 	}
 	if ctx.Err() != nil && cell.Error == "" {
@@ -143,8 +143,8 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	return cell
 }
 
-// benchObjects are the cell's SandboxTemplate and SandboxWarmPool.
-func benchObjects(ns string, replicas int, image string) []*unstructured.Unstructured {
+// BenchObjects are a cell's SandboxTemplate and SandboxWarmPool (PoolName) in ns.
+func BenchObjects(ns string, replicas int, image string) []*unstructured.Unstructured {
 	tmpl := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
 		"metadata": map[string]any{"name": templateName, "namespace": ns},
@@ -161,7 +161,7 @@ func benchObjects(ns string, replicas int, image string) []*unstructured.Unstruc
 	}}
 	pool := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxWarmPool",
-		"metadata": map[string]any{"name": poolName, "namespace": ns},
+		"metadata": map[string]any{"name": PoolName, "namespace": ns},
 		"spec":     map[string]any{"replicas": int64(replicas), "sandboxTemplateRef": map[string]any{"name": templateName}},
 	}}
 	return []*unstructured.Unstructured{tmpl, pool}
@@ -219,5 +219,3 @@ func deleteNamespace(ctx context.Context, c *kube.Clients, ns string, timeout ti
 	}
 	return nil
 }
-
-var _ = agentsandbox.ClaimGVR

@@ -15,6 +15,7 @@ import (
 
 	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/config"
+	"github.com/brakebench/brakebench/internal/gates"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/labbuild"
 	"github.com/brakebench/brakebench/internal/progress"
@@ -61,14 +62,17 @@ func (a *app) suitesCmd() *cobra.Command {
 }
 
 // prepare resolves config, suite and plan: everything that can be wrong with the input.
-func (a *app) prepare(name string) (*config.Resolved, suites.Suite, *suites.Plan, error) {
+// extra settings (a reproduce scenario's) come before the user's --set.
+func (a *app) prepare(name string, extra ...string) (*config.Resolved, suites.Suite, *suites.Plan, error) {
 	s, err := suites.Default().Get(name)
 	if err != nil {
 		return nil, nil, nil, badInput(err)
 	}
-	cfg, err := a.g.load(name)
+	l := a.g.loader(name)
+	l.Sets = append(append([]string{}, extra...), l.Sets...)
+	cfg, err := l.Load()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, badInput(err)
 	}
 	plan, err := s.Plan(cfg)
 	if err != nil {
@@ -115,78 +119,130 @@ func newRunID() string {
 }
 
 func (a *app) runCmd() *cobra.Command {
-	return &cobra.Command{
+	var gf gateFlags
+	cmd := &cobra.Command{
 		Use:   "run SUITE",
 		Short: "Run a suite's matrix and write results under --out",
 		Long:  "Runs SUITE on the selected cluster (the embedded lab by default: built and brought up if needed,\nand taken down again afterwards if this command brought it up). Every change is reverted on\nsuccess, error, Ctrl-C and SIGTERM.",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.run(cmd.Context(), args[0])
+			return a.run(cmd.Context(), args[0], gf)
 		},
 	}
+	cmd.Flags().StringVar(&gf.file, "gates", "", "gate file (default: the suite's configs/gates/<suite>.yaml)")
+	cmd.Flags().BoolVar(&gf.none, "no-gates", false, "evaluate no gates")
+	return cmd
 }
 
-func (a *app) run(ctx context.Context, name string) (err error) {
+func (a *app) run(ctx context.Context, name string, gf gateFlags) (err error) {
 	cfg, s, plan, err := a.prepare(name)
 	if err != nil {
 		return err
 	}
+	gs, err := gf.load(name, cfg.Matrix.Brakes)
+	if err != nil {
+		return err
+	}
+	cluster, err := a.connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { err = a.closeCluster(ctx, cluster, err) }()
+	res, err := a.execute(ctx, cluster, cfg, s, plan)
+	if err != nil {
+		return err
+	}
+	return a.finish(res, gs, runDir(cfg, res))
+}
+
+func runDir(cfg *config.Resolved, res *results.Results) string {
+	return filepath.Join(cfg.Out, fmt.Sprintf("%s-%s", res.Suite, res.StartedAt.Format("20060102-150405")))
+}
+
+// connect creates or connects to the configured cluster. An unreachable kubeconfig cluster is
+// bad input (exit 2): nothing has been touched yet.
+func (a *app) connect(ctx context.Context, cfg *config.Resolved) (provider.Cluster, error) {
 	prov, err := a.providers().New(cfg)
 	if err != nil {
-		return badInput(err)
+		return nil, badInput(err)
 	}
-	pr := progress.New(a.stderr)
 	cluster, err := prov.Connect(ctx)
 	if err != nil {
 		if cfg.Cluster.Provider == "kubeconfig" {
-			return badInput(err)
+			return nil, badInput(err)
 		}
-		return fmt.Errorf("cluster %s: %w", prov.Name(), err)
+		return nil, fmt.Errorf("cluster %s: %w", prov.Name(), err)
 	}
+	return cluster, nil
+}
+
+// closeCluster takes down what connect created, and reports an interrupt as exit 130.
+func (a *app) closeCluster(ctx context.Context, cluster provider.Cluster, err error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+	defer cancel()
+	if cerr := cluster.Close(cctx); cerr != nil {
+		return &ExitError{Code: ExitCleanup, Err: errors.Join(err, cerr)}
+	}
+	if ctx.Err() != nil {
+		return &ExitError{Code: ExitInterrupted, Err: errors.New("interrupted; everything brakebench changed was reverted")}
+	}
+	return err
+}
+
+// execute runs one suite plan on a connected cluster; every revert registered during the run
+// runs before it returns, whatever happened.
+func (a *app) execute(ctx context.Context, cluster provider.Cluster, cfg *config.Resolved, s suites.Suite, plan *suites.Plan) (res *results.Results, err error) {
 	reverts := &faults.Stack{}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 		defer cancel()
-		var cleanup []error
 		if rerr := reverts.Run(cctx); rerr != nil {
-			cleanup = append(cleanup, rerr)
-		}
-		if cerr := cluster.Close(cctx); cerr != nil {
-			cleanup = append(cleanup, cerr)
-		}
-		if len(cleanup) > 0 {
-			err = &ExitError{Code: ExitCleanup, Err: errors.Join(append([]error{err}, cleanup...)...)}
-		} else if ctx.Err() != nil {
-			err = &ExitError{Code: ExitInterrupted, Err: errors.New("interrupted; everything brakebench changed was reverted")}
+			err = &ExitError{Code: ExitCleanup, Err: errors.Join(err, rerr)}
 		}
 	}()
 	clients, err := kube.NewClients(cluster.RESTConfig())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	versions, _ := labbuild.LoadVersions()
 	env := &suites.Env{
-		Config: cfg, Cluster: cluster, Clients: clients, Progress: pr, Reverts: reverts, RunID: newRunID(),
+		Config: cfg, Cluster: cluster, Clients: clients, Progress: progress.New(a.stderr), Reverts: reverts, RunID: newRunID(),
 		Versions: map[string]string{"kubernetes": versions.Kubernetes, "etcd": versions.Etcd, "kwok": versions.Kwok, "agent-sandbox": versions.AgentSandbox},
 	}
 	if cfg.Controller.Version != "" {
 		env.Versions["agent-sandbox"] = cfg.Controller.Version
 	}
-	pr.Printf("run %s: suite %s, %d cells, seed %d", env.RunID, name, len(plan.Cells), plan.Seed)
-	res, err := s.Run(ctx, env, plan)
-	if err != nil {
-		return err
-	}
-	out := filepath.Join(cfg.Out, fmt.Sprintf("%s-%s", name, res.StartedAt.Format("20060102-150405")))
-	path, err := results.Write(out, res)
+	env.Progress.Printf("run %s: suite %s, %d cells, seed %d", env.RunID, s.Name(), len(plan.Cells), plan.Seed)
+	return s.Run(ctx, env, plan)
+}
+
+// finish evaluates the gates, writes results.json, report.html and junit.xml into dir, prints
+// the table and the verdicts, and turns failures into exit codes (1 run errors, 3 gates).
+func (a *app) finish(res *results.Results, gs []gates.Gate, dir string) error {
+	res.Gates = gates.Evaluate(gs, gateValues(res))
+	path, err := results.Write(dir, res)
 	if err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
+	html, junit, err := reports.WriteAll(dir, res, res.Gates)
+	if err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
 	fmt.Fprintln(a.stdout)
 	reports.Table(a.stdout, res)
-	fmt.Fprintf(a.stdout, "\nresults: %s\n", path)
+	for _, v := range res.Gates {
+		mark := "PASS"
+		if !v.Passed {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(a.stdout, "gate %s  %s: %s\n", mark, v.Name, v.Message)
+	}
+	fmt.Fprintf(a.stdout, "\nreport:  %s\nresults: %s\njunit:   %s\n", html, path, junit)
 	if len(res.Errors) > 0 {
 		return fmt.Errorf("%d cell(s) had errors: %s", len(res.Errors), strings.Join(res.Errors, "; "))
+	}
+	if n := gates.Failed(res.Gates); n > 0 {
+		return &ExitError{Code: ExitGateFailed, Err: fmt.Errorf("%d of %d gates failed", n, len(res.Gates))}
 	}
 	return nil
 }

@@ -103,7 +103,12 @@ func stagingReplaces(ctx context.Context, b *Builder) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read k8s.io/kubernetes go.mod: %w", err)
 	}
-	staging := "v0" + strings.TrimPrefix(b.current.Version, "v1")
+	return translateStagingReplaces(raw, b.current.Version)
+}
+
+// translateStagingReplaces is stagingReplaces' pure part: go.mod text in, replace block out.
+func translateStagingReplaces(raw []byte, version string) (string, error) {
+	staging := "v0" + strings.TrimPrefix(version, "v1")
 	re := regexp.MustCompile(`(?m)^\s*(k8s\.io/[A-Za-z0-9_.-]+)\s*=>\s*\./staging/src/k8s\.io/[A-Za-z0-9_.-]+\s*$`)
 	var sb strings.Builder
 	sb.WriteString("replace (\n")
@@ -114,7 +119,7 @@ func stagingReplaces(ctx context.Context, b *Builder) (string, error) {
 	}
 	sb.WriteString(")\n")
 	if n == 0 {
-		return "", fmt.Errorf("k8s.io/kubernetes@%s go.mod has no staging replaces to translate", b.current.Version)
+		return "", fmt.Errorf("k8s.io/kubernetes@%s go.mod has no staging replaces to translate", version)
 	}
 	return sb.String(), nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/brakebench/brakebench/internal/gates"
 	"github.com/brakebench/brakebench/internal/scrape"
 	"github.com/brakebench/brakebench/internal/stats"
 )
@@ -34,6 +35,7 @@ type Results struct {
 	Cells     []Cell            `json:"cells"`
 	Summary   []Summary         `json:"summary"` // per cell name, over repetitions
 	Baseline  string            `json:"baseline"`
+	Gates     []gates.Verdict   `json:"gates,omitempty"`
 	Errors    []string          `json:"errors,omitempty"`
 }
 

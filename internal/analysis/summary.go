@@ -1,6 +1,10 @@
-package suites
+// Package analysis turns cells into the numbers users compare: per-cell summaries over
+// repetitions (median, bootstrap CI) and comparisons against a baseline cell or another run
+// (delta, CI, Mann-Whitney p, "~" when not significant).
+package analysis
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -86,6 +90,9 @@ var metricDefs = []metricDef{
 		return c.Stats.ControllerLatencyMS.P99
 	}},
 	{key: "cpu.kube-apiserver_s", unit: "s", rep: func(c *results.Cell) float64 { return cpu(c, "kube-apiserver") }},
+	{key: "efficiency.claims_per_apiserver_cpu_s", unit: "claims/cpu-s", rep: func(c *results.Cell) float64 {
+		return float64(c.Stats.Total) / cpu(c, "kube-apiserver")
+	}},
 	{key: "cpu.agent-sandbox-controller_s", unit: "s", rep: func(c *results.Cell) float64 { return cpu(c, "agent-sandbox-controller") }},
 }
 
@@ -96,11 +103,11 @@ func cpu(c *results.Cell, comp string) float64 {
 	return math.NaN()
 }
 
-// MetricKeys lists the summary keys (gates and reports refer to them).
-func MetricKeys() []string {
-	out := make([]string, len(metricDefs))
-	for i, d := range metricDefs {
-		out[i] = d.key
+// MetricUnits maps every summary key to its unit (gates and reports refer to them).
+func MetricUnits() map[string]string {
+	out := make(map[string]string, len(metricDefs))
+	for _, d := range metricDefs {
+		out[d.key] = d.unit
 	}
 	return out
 }
@@ -207,4 +214,120 @@ func Summarize(cells []results.Cell, baseline string, seed int64) []results.Summ
 		out = append(out, sum)
 	}
 	return out
+}
+
+// RunComparison compares one cell name across runs (the first run is the baseline).
+type RunComparison struct {
+	Cell    string         `json:"cell"`
+	Metrics []MetricAcross `json:"metrics"`
+}
+
+// MetricAcross is one metric of one cell in every run.
+type MetricAcross struct {
+	Key  string           `json:"key"`
+	Unit string           `json:"unit"`
+	Runs []results.Metric `json:"runs"` // Value and CI per run; Delta vs the first run
+}
+
+// CompareRuns lines up the cells that every run has, by name, and compares each metric of each
+// later run with the first (bootstrap CI of the difference, Mann-Whitney U p-value).
+func CompareRuns(runs []*results.Results, seed int64) []RunComparison {
+	rng := rand.New(rand.NewPCG(uint64(seed), 3))
+	group := func(r *results.Results, name string) []*results.Cell {
+		var out []*results.Cell
+		for i := range r.Cells {
+			c := &r.Cells[i]
+			if c.Name == name && c.Error == "" && c.NotApplicable == "" {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	var names []string
+	for _, s := range runs[0].Summary {
+		inAll := true
+		for _, r := range runs[1:] {
+			inAll = inAll && len(group(r, s.Name)) > 0
+		}
+		if inAll && len(group(runs[0], s.Name)) > 0 {
+			names = append(names, s.Name)
+		}
+	}
+	var out []RunComparison
+	for _, name := range names {
+		rc := RunComparison{Cell: name}
+		base := group(runs[0], name)
+		for _, d := range metricDefs {
+			bs := d.sample(base)
+			if len(bs.perRep) == 0 {
+				continue
+			}
+			ma := MetricAcross{Key: d.key, Unit: d.unit}
+			for k, r := range runs {
+				s := d.sample(group(r, name))
+				m := results.Metric{Key: d.key, Unit: d.unit}
+				if len(s.perRep) == 0 {
+					m.Value = stats.Num(math.NaN())
+					ma.Runs = append(ma.Runs, m)
+					continue
+				}
+				m.Value = stats.Num(d.value(s))
+				if d.pooled != nil {
+					m.CI = stats.Bootstrap(s.pooled, d.stat, bootstrapIters, confidence, rng)
+				} else {
+					m.CI = stats.Bootstrap(s.perRep, stats.Median, bootstrapIters, confidence, rng)
+				}
+				if k > 0 {
+					bv := d.value(bs)
+					delta := &results.Delta{Abs: stats.Num(float64(m.Value) - bv), Pct: stats.Num((float64(m.Value) - bv) / bv * 100)}
+					if d.pooled != nil {
+						delta.CI = stats.BootstrapDelta(bs.pooled, s.pooled, d.stat, bootstrapIters, confidence, rng)
+						delta.Comparison = stats.Compare(finite(bs.pooled), finite(s.pooled), alpha)
+					} else {
+						delta.CI = stats.BootstrapDelta(bs.perRep, s.perRep, stats.Median, bootstrapIters, confidence, rng)
+						delta.Comparison = stats.Compare(bs.perRep, s.perRep, alpha)
+					}
+					m.Delta = delta
+				}
+				ma.Runs = append(ma.Runs, m)
+			}
+			rc.Metrics = append(rc.Metrics, ma)
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+// ConfigDiff lists the settings (dotted keys) whose values differ between two runs.
+func ConfigDiff(a, b map[string]any) []string {
+	fa, fb := map[string]string{}, map[string]string{}
+	flattenAny("", a, fa)
+	flattenAny("", b, fb)
+	var out []string
+	for k, va := range fa {
+		if vb, ok := fb[k]; !ok || vb != va {
+			out = append(out, k+": "+va+" -> "+fb[k])
+		}
+	}
+	for k, vb := range fb {
+		if _, ok := fa[k]; !ok {
+			out = append(out, k+": (unset) -> "+vb)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func flattenAny(prefix string, v any, out map[string]string) {
+	if m, ok := v.(map[string]any); ok {
+		for k, x := range m {
+			key := k
+			if prefix != "" {
+				key = prefix + "." + k
+			}
+			flattenAny(key, x, out)
+		}
+		return
+	}
+	out[prefix] = fmt.Sprint(v)
 }

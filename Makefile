@@ -1,0 +1,35 @@
+# brakebench: `make test` is what CI runs (.ci/run). The lab is built on first use.
+GO        ?= go
+STATICCHECK_VERSION ?= v0.8.2
+UNIT_PKGS  = $(shell $(GO) list ./... | grep -v /test/e2e)
+
+.PHONY: all build lab test lint unit e2e bench clean-lab
+
+all: build
+
+build:
+	$(GO) build -o bin/brakebench ./cmd/brakebench
+
+# Build every lab component into the versioned cache (~20 min cold on 2 cores, seconds when cached).
+lab:
+	$(GO) run ./cmd/brakebench lab build
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+unit:
+	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+# End-to-end tests on one embedded lab (one package, -p 1), plus the loadgen benchmark in the same binary.
+e2e: lab
+	$(GO) test -count=1 -p 1 -timeout 45m -v -run . -bench BenchmarkLoadgen -benchtime 1x ./test/e2e/
+
+test: lint unit e2e
+
+bench: lab
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -v ./test/e2e/
+
+clean-lab:
+	$(GO) run ./cmd/brakebench lab down

@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/brakebench/brakebench/internal/results"
+)
+
+func (a *app) reportCmd() *cobra.Command {
+	var gf gateFlags
+	var out string
+	cmd := &cobra.Command{
+		Use:   "report RESULTS.json",
+		Short: "Re-render report.html and junit.xml (and re-evaluate gates) from saved results",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			r, err := results.Read(args[0])
+			if err != nil {
+				return badInput(err)
+			}
+			var cells []string
+			for _, s := range r.Summary {
+				cells = append(cells, s.Name)
+			}
+			gs, err := gf.load(r.Suite, cells)
+			if err != nil {
+				return err
+			}
+			dir := out
+			if dir == "" {
+				dir = filepath.Dir(args[0])
+			}
+			return a.finish(r, gs, dir)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory for the report (default: next to RESULTS.json)")
+	cmd.Flags().StringVar(&gf.file, "gates", "", "gate file (default: the suite's configs/gates/<suite>.yaml)")
+	cmd.Flags().BoolVar(&gf.none, "no-gates", false, "evaluate no gates")
+	return cmd
+}

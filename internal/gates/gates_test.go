@@ -1,0 +1,82 @@
+package gates
+
+import (
+	"strings"
+	"testing"
+)
+
+var schema = Schema{
+	Metrics: map[string]string{"claim.p99_ms": "ms", "claims.failed": "claims", "ceiling.refill_create_5s": "/s", "pool.refill_s": "s"},
+	Cells:   []string{"none", "max-refill-rate", "both"},
+}
+
+var values = Values{
+	Cells:  []string{"none", "max-refill-rate", "both"},
+	Brakes: map[string]float64{"max_refill_rate": 10, "replenish_delay": 15000},
+	Metric: func(cell, key string) (float64, bool) {
+		m := map[string]map[string]float64{
+			"none":            {"claim.p99_ms": 900, "claims.failed": 0, "ceiling.refill_create_5s": 42, "pool.refill_s": 6},
+			"max-refill-rate": {"claim.p99_ms": 950, "claims.failed": 0, "ceiling.refill_create_5s": 11, "pool.refill_s": 31},
+			"both":            {"claim.p99_ms": 1200, "claims.failed": 2, "ceiling.refill_create_5s": 10, "pool.refill_s": 40},
+		}
+		v, ok := m[cell][key]
+		return v, ok
+	},
+}
+
+func TestEvaluate(t *testing.T) {
+	cases := []struct {
+		expr   string
+		passed bool
+		msg    string
+	}{
+		{"cell(max-refill-rate).claim.p99 <= 1s", true, ""},
+		{"cell(both).claim.p99 <= 1s", false, "1200.0ms <= 1000.0ms is false"},
+		{"cell(both).claim.p99 <= cell(none).claim.p99 * 1.10", false, "1200.0ms <= 990.0ms is false"},
+		{"cell(max-refill-rate).claim.p99 <= cell(none).claim.p99 * 1.10", true, ""},
+		{"all.claims.failed == 0", false, "both: 2 == 0 is false"},
+		{"cell(max-refill-rate).ceiling.refill_create_5s <= 1.15 * brake.max_refill_rate", true, ""},
+		{"cell(none).ceiling.refill_create_5s <= 1.15 * brake.max_refill_rate", false, "42 <= 11.5 is false"},
+		{"cell(both).pool.refill_s >= brake.replenish_delay", true, ""},
+		{"cell(both).pool.refill_s - cell(none).pool.refill_s < 30s", false, "34000.0ms < 30000.0ms is false"},
+		{"cell(none).claim.p99 <= 900", false, "compares a duration with a plain number"},
+	}
+	for _, c := range cases {
+		gs, err := Parse("t.yaml", []byte("gates:\n- expr: "+c.expr+"\n"), schema)
+		if err != nil {
+			t.Fatalf("%s: %v", c.expr, err)
+		}
+		v := Evaluate(gs, values)[0]
+		if v.Passed != c.passed || (c.msg != "" && !strings.Contains(v.Message, c.msg)) {
+			t.Errorf("%s: passed=%v message %q, want passed=%v containing %q", c.expr, v.Passed, v.Message, c.passed, c.msg)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := []struct {
+		yaml string
+		want string
+	}{
+		{"gates: [unclosed\n", "g.yaml: not valid YAML"},
+		{"rules:\n- expr: a\n", `g.yaml:1: unknown key "rules"`},
+		{"gates: {}\n", "g.yaml:1: `gates:` must be a list"},
+		{"gates:\n- name: x\n", "g.yaml:2: gate has no expr"},
+		{"gates:\n- exp: all.claims.failed == 0\n", `g.yaml:2: unknown gate key "exp"`},
+		{"gates:\n- name: ok\n  expr: all.claims.failed == 0\n- expr: all.claims.failed\n", "g.yaml:4: expression \"all.claims.failed\" has no comparison"},
+		{"gates:\n- expr: cell(none).claim.p98 <= 1s\n", `g.yaml:2: left of <=: unknown metric "claim.p98"`},
+		{"gates:\n- expr: cell(turbo).claim.p99 <= 1s\n", `g.yaml:2: left of <=: unknown cell "turbo"`},
+		{"gates:\n- expr: cell(none).claim.p99 <= 1 parsec\n", `g.yaml:2: right of <=: unexpected "parsec"`},
+		{"gates:\n- expr: cell(none).claim.p99 <= 1x\n", `g.yaml:2: right of <=: "1x" is neither a number nor a duration`},
+		{"gates:\n- expr: cell(none).claim.p99 <= (1s\n", `g.yaml:2: right of <=: missing )`},
+		{"gates:\n- expr: cell(none).claim.p99 <= brake.speed\n", `g.yaml:2: right of <=: unknown operand "brake.speed"`},
+		{"gates:\n- expr: cell(none) <= 1s\n", "g.yaml:2: left of <=: cell(none) must be followed by .METRIC"},
+		{"gates:\n- expr: claims.failed == 0 $\n", `g.yaml:2: left of ==: unknown operand "claims.failed"`},
+	}
+	for _, c := range cases {
+		_, err := Parse("g.yaml", []byte(c.yaml), schema)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}

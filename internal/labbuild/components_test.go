@@ -1,0 +1,52 @@
+package labbuild
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestTranslateStagingReplaces(t *testing.T) {
+	gomod := []byte("module k8s.io/kubernetes\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n\tk8s.io/client-go => ./staging/src/k8s.io/client-go\n\tgithub.com/x/y => github.com/x/y v1.0.0\n)\n")
+	got, err := translateStagingReplaces(gomod, "v1.37.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"k8s.io/api => k8s.io/api v0.37.2", "k8s.io/client-go => k8s.io/client-go v0.37.2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "github.com/x/y") {
+		t.Error("only staging replaces are translated")
+	}
+	if _, err := translateStagingReplaces([]byte("module x\n"), "v1.37.2"); err == nil {
+		t.Error("a go.mod without staging replaces must be an error")
+	}
+}
+
+func TestVersionsAndCacheKeys(t *testing.T) {
+	v, err := LoadVersions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	comps := LabComponents(v)
+	if len(comps) != 4 {
+		t.Fatalf("%d components", len(comps))
+	}
+	// kwok's cache key includes the Kubernetes version it is stamped with, so changing the
+	// Kubernetes pin rebuilds kwok too; every other key is just the component's own version.
+	kw := KwokComponent("v0.8.0", "v1.37.2")
+	if kw.CacheKey != "v0.8.0-k8sv1.37.2" || !strings.Contains(strings.Join(kw.LDFlags, " "), "KubeVersion=1.37.2") {
+		t.Errorf("kwok %+v", kw)
+	}
+	if AgentSandboxComponent("v0.5.6").CacheKey != "v0.5.6" {
+		t.Error("agent-sandbox cache key")
+	}
+	k := KubernetesComponent("v1.37.2")
+	if !strings.Contains(strings.Join(k.LDFlags, " "), "gitVersion=v1.37.2") || !strings.Contains(strings.Join(k.LDFlags, " "), "gitMinor=37") {
+		t.Errorf("kubernetes ldflags %v", k.LDFlags)
+	}
+	if BinDir("/c", k) != "/c/bin/kubernetes/v1.37.2" {
+		t.Error(BinDir("/c", k))
+	}
+}

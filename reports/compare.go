@@ -1,0 +1,142 @@
+package reports
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/brakebench/brakebench/internal/analysis"
+	"github.com/brakebench/brakebench/internal/reproduce"
+	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/stats"
+)
+
+//go:embed compare.html.tmpl
+var compareTemplate string
+
+// Comparison is the model of a compare view.
+type Comparison struct {
+	Runs     []*results.Results
+	Labels   []string
+	Cells    []analysis.RunComparison
+	Warnings []string
+	Charts   []Chart
+}
+
+// NewComparison checks that runs can be compared (same suite and schema: an error otherwise),
+// lists the configuration differences as warnings, and compares every shared cell.
+func NewComparison(paths []string, runs []*results.Results) (*Comparison, error) {
+	c := &Comparison{Runs: runs}
+	for i, r := range runs {
+		if r.Suite != runs[0].Suite {
+			return nil, fmt.Errorf("%s is suite %q but %s is suite %q: only runs of one suite can be compared", paths[i], r.Suite, paths[0], runs[0].Suite)
+		}
+		if r.Schema != runs[0].Schema {
+			return nil, fmt.Errorf("%s has schema %q but %s has %q", paths[i], r.Schema, paths[0], runs[0].Schema)
+		}
+		label := filepath.Base(filepath.Dir(paths[i]))
+		if label == "." || label == "/" {
+			label = filepath.Base(paths[i])
+		}
+		c.Labels = append(c.Labels, fmt.Sprintf("%c: %s", 'A'+i, label))
+		if i > 0 {
+			for _, d := range analysis.ConfigDiff(runs[0].Config, r.Config) {
+				c.Warnings = append(c.Warnings, fmt.Sprintf("config differs (%c vs A): %s", 'A'+i, d))
+			}
+			for k, v := range r.Versions {
+				if runs[0].Versions[k] != v {
+					c.Warnings = append(c.Warnings, fmt.Sprintf("version differs (%c vs A): %s %s -> %s", 'A'+i, k, runs[0].Versions[k], v))
+				}
+			}
+		}
+	}
+	c.Cells = analysis.CompareRuns(runs, runs[0].Seed)
+	if len(c.Cells) == 0 {
+		return nil, fmt.Errorf("the runs share no cell name to compare")
+	}
+	for _, cell := range c.Cells {
+		var groups []cdfGroup
+		for i, r := range runs {
+			groups = append(groups, cdfGroup{label: c.Labels[i], cells: cellsNamed(r, cell.Cell)})
+		}
+		svg, err := cdfChart("Claim latency CDF: "+cell.Cell, groups)
+		if err != nil {
+			return nil, err
+		}
+		c.Charts = append(c.Charts, Chart{Title: cell.Cell, SVG: template.HTML(svg)})
+	}
+	return c, nil
+}
+
+func valueCI(m results.Metric) string {
+	return FormatNum(float64(m.Value), m.Unit) + " " + fmtCI(&m)
+}
+
+// Text writes the benchstat-style terminal table.
+func (c *Comparison) Text(w io.Writer) {
+	for i, r := range c.Runs {
+		fmt.Fprintf(w, "%s  %s on %s (Kubernetes %s, %d nodes), %s, agent-sandbox %s\n", c.Labels[i], r.Suite, r.Cluster.Provider,
+			r.Cluster.ServerVersion, r.Cluster.Nodes, r.StartedAt.Format("2006-01-02 15:04"), r.Versions["agent-sandbox"])
+	}
+	for _, wn := range c.Warnings {
+		fmt.Fprintln(w, "warning:", wn)
+	}
+	for _, cell := range c.Cells {
+		fmt.Fprintf(w, "\ncell %s\n", cell.Cell)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		head := []string{"metric"}
+		for i, l := range c.Labels {
+			head = append(head, strings.SplitN(l, ":", 2)[0])
+			if i > 0 {
+				head = append(head, "vs A")
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+		for _, m := range cell.Metrics {
+			row := []string{m.Key}
+			for i, rm := range m.Runs {
+				row = append(row, valueCI(rm))
+				if i > 0 {
+					row = append(row, FormatDelta(rm.Delta))
+				}
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		_ = tw.Flush()
+	}
+}
+
+// HTML renders compare.html (self-contained).
+func (c *Comparison) HTML() ([]byte, error) {
+	t, err := template.New("compare").Funcs(template.FuncMap{"vci": valueCI, "delta": FormatDelta}).Parse(compareTemplate)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, c); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+//go:embed reproduce.html.tmpl
+var reproduceTemplate string
+
+// ReproduceHTML renders the measured-vs-published table (self-contained).
+func ReproduceHTML(rows []reproduce.Row, quick bool) ([]byte, error) {
+	t, err := template.New("reproduce").Funcs(template.FuncMap{"num": FormatNum, "f": func(n stats.Num) float64 { return float64(n) }}).Parse(reproduceTemplate)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	err = t.Execute(&buf, struct {
+		Rows  []reproduce.Row
+		Quick bool
+	}{rows, quick})
+	return buf.Bytes(), err
+}

@@ -1,0 +1,206 @@
+package reports
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/brakebench/brakebench/internal/gates"
+	"github.com/brakebench/brakebench/internal/results"
+)
+
+//go:embed report.html.tmpl
+var reportTemplate string
+
+// Report is what the HTML template renders.
+type Report struct {
+	R        *results.Results
+	Verdicts []gates.Verdict
+	Failed   int
+	Cells    []string // summary cell names in display order
+	Rows     []Row
+	Charts   []Chart
+	Checks   []CrossCheck
+	Raw      string // results.json file name, linked from the raw-data section
+}
+
+// Row is one metric across cells.
+type Row struct {
+	Key, Unit string
+	Values    []RowCell
+}
+
+// RowCell is one metric of one cell.
+type RowCell struct {
+	Value, CI, Delta, P string
+	Significant         bool
+	NA                  bool
+}
+
+// Chart is one inline SVG chart.
+type Chart struct {
+	Title string
+	SVG   template.HTML
+}
+
+// CrossCheck puts the controller's own histogram next to the client-observed latency.
+type CrossCheck struct {
+	Cell                 string
+	Client, Controller   [3]string // p50, p90, p99 (ms)
+	ClientN, ControllerN int
+}
+
+func fmtCI(m *results.Metric) string {
+	lo, hi := float64(m.CI.Lo), float64(m.CI.Hi)
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return ""
+	}
+	return fmt.Sprintf("[%s, %s]", FormatNum(lo, m.Unit), FormatNum(hi, m.Unit))
+}
+
+// Build assembles the report model: tables, charts (inline SVG) and cross-checks.
+func Build(r *results.Results, verdicts []gates.Verdict) (*Report, error) {
+	rep := &Report{R: r, Verdicts: verdicts, Failed: gates.Failed(verdicts), Raw: "results.json"}
+	for _, s := range r.Summary {
+		rep.Cells = append(rep.Cells, s.Name)
+	}
+	var keys []string
+	seen := map[string]string{}
+	for _, s := range r.Summary {
+		for _, m := range s.Metrics {
+			if _, ok := seen[m.Key]; !ok {
+				keys = append(keys, m.Key)
+				seen[m.Key] = m.Unit
+			}
+		}
+	}
+	for _, k := range keys {
+		row := Row{Key: k, Unit: seen[k]}
+		for _, s := range r.Summary {
+			m, ok := r.Find(s.Name, k)
+			if !ok || s.NotApplicable != "" {
+				row.Values = append(row.Values, RowCell{NA: true})
+				continue
+			}
+			rc := RowCell{Value: FormatNum(float64(m.Value), m.Unit), CI: fmtCI(m)}
+			if d := m.Delta; d != nil {
+				rc.Significant = d.Comparison.Significant
+				rc.P = fmt.Sprintf("p=%.3f", float64(d.Comparison.P))
+				if d.Comparison.Significant {
+					rc.Delta = fmt.Sprintf("%+.1f%%", float64(d.Pct))
+					if lo, hi := float64(d.CI.Lo), float64(d.CI.Hi); !math.IsNaN(lo) && !math.IsInf(hi, 0) && !math.IsInf(lo, 0) {
+						rc.Delta += fmt.Sprintf(" (CI %s..%s)", FormatNum(lo, m.Unit), FormatNum(hi, m.Unit))
+					}
+				} else {
+					rc.Delta = "~"
+				}
+			}
+			row.Values = append(row.Values, rc)
+		}
+		rep.Rows = append(rep.Rows, row)
+	}
+	cdf, err := latencyCDF(r)
+	if err != nil {
+		return nil, err
+	}
+	rep.Charts = append(rep.Charts, Chart{"Claim latency CDF per cell", template.HTML(cdf)})
+	// One rate chart and one per-claim scatter per cell name (its first repetition).
+	firsts := map[string]bool{}
+	cells := append([]results.Cell(nil), r.Cells...)
+	sort.SliceStable(cells, func(i, j int) bool { return cells[i].Rep < cells[j].Rep })
+	for _, name := range rep.Cells {
+		for i := range cells {
+			c := &cells[i]
+			if c.Name != name || firsts[name] || c.Error != "" || c.NotApplicable != "" {
+				continue
+			}
+			firsts[name] = true
+			rate, err := rateChart(c)
+			if err != nil {
+				return nil, err
+			}
+			sc, err := timelineScatter(c)
+			if err != nil {
+				return nil, err
+			}
+			rep.Charts = append(rep.Charts, Chart{"Rates over time: " + c.ID, template.HTML(rate)}, Chart{"Per-claim timeline: " + c.ID, template.HTML(sc)})
+		}
+	}
+	for _, c := range r.Cells {
+		if c.Error != "" || c.NotApplicable != "" {
+			continue
+		}
+		cc := CrossCheck{Cell: c.ID, ClientN: c.Stats.Latency.All.N}
+		l := c.Stats.Latency.All
+		cc.Client = [3]string{FormatNum(l.P50, "ms"), FormatNum(l.P90, "ms"), FormatNum(l.P99, "ms")}
+		if h := c.Stats.ControllerLatencyMS; h != nil {
+			cc.Controller = [3]string{FormatNum(h.P50, "ms"), FormatNum(h.P90, "ms"), FormatNum(h.P99, "ms")}
+			cc.ControllerN = h.N
+		} else {
+			cc.Controller = [3]string{"-", "-", "-"}
+		}
+		rep.Checks = append(rep.Checks, cc)
+	}
+	return rep, nil
+}
+
+var funcs = template.FuncMap{
+	"join": strings.Join,
+	"secs": func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f s", *p)
+	},
+	"num": FormatNum,
+	"engaged": func(b *bool) string {
+		switch {
+		case b == nil:
+			return ""
+		case *b:
+			return "ENGAGED:"
+		}
+		return "NOT ENGAGED:"
+	},
+}
+
+// Render writes the self-contained HTML report (inline CSS and SVG; no network fetches).
+func Render(rep *Report) ([]byte, error) {
+	t, err := template.New("report").Funcs(funcs).Parse(reportTemplate)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, rep); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteAll renders report.html and junit.xml into dir (next to results.json).
+func WriteAll(dir string, r *results.Results, verdicts []gates.Verdict) (html, junit string, err error) {
+	rep, err := Build(r, verdicts)
+	if err != nil {
+		return "", "", err
+	}
+	page, err := Render(rep)
+	if err != nil {
+		return "", "", err
+	}
+	html = filepath.Join(dir, "report.html")
+	if err := os.WriteFile(html, page, 0o644); err != nil {
+		return "", "", err
+	}
+	junit = filepath.Join(dir, "junit.xml")
+	raw, err := JUnit(r, verdicts)
+	if err != nil {
+		return "", "", err
+	}
+	return html, junit, os.WriteFile(junit, raw, 0o644)
+}

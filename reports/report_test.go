@@ -1,0 +1,228 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/brakebench/brakebench/internal/gates"
+	"github.com/brakebench/brakebench/internal/results"
+)
+
+// testdata/results.json was written by `brakebench run warmpool-burst` on the lab (60 claims,
+// cells none and max-refill-rate, one repetition).
+func fixture(t *testing.T) *results.Results {
+	t.Helper()
+	r, err := results.Read("testdata/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+var verdicts = []gates.Verdict{
+	{Name: "every claim becomes Ready", Expr: "all.claims.failed == 0", Passed: true, Message: "passed"},
+	{Name: "p99 under 1s", Expr: "cell(none).claim.p99 <= 1s", Passed: false, Measured: 2793, Threshold: 1000, Unit: "ms", Message: "run: 2793.0ms <= 1000.0ms is false"},
+}
+
+// external matches anything that would make a browser fetch: src/href attributes, CSS url(),
+// @import, to any scheme other than a fragment or a relative file.
+var external = regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?\s*(https?:|//)|url\(\s*["']?(https?:|//)|@import`)
+
+func render(t *testing.T) (string, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	r := fixture(t)
+	raw, _ := os.ReadFile("testdata/results.json")
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	html, _, err := WriteAll(dir, r, verdicts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(html)
+	return html, page
+}
+
+func TestReportIsCompleteAndSelfContained(t *testing.T) {
+	_, page := render(t)
+	s := string(page)
+	order := []string{`id="verdict"`, `id="provenance"`, `id="comparison"`, `id="charts"`, `id="faults"`, `id="crosscheck"`, `id="raw"`}
+	last := -1
+	for _, id := range order {
+		i := strings.Index(s, id)
+		if i < 0 || i < last {
+			t.Errorf("section %s missing or out of order", id)
+		}
+		last = i
+	}
+	for _, want := range []string{"FAIL: 1 of 2 gates failed", "claim.p99_ms", "ceiling.refill_create_5s", "max-refill-rate", "v1.37.2", "results.json"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if n := strings.Count(s, "<svg"); n < 3 {
+		t.Errorf("%d charts, want at least 3", n)
+	}
+	if m := external.FindString(s); m != "" {
+		t.Errorf("report would fetch from the network: %q", m)
+	}
+}
+
+// TestReportInChromium loads the report in headless Chromium (Debian's chromium package; .ci/run
+// installs it), checks what a reader sees, records every network request with a net log, and
+// leaves a screenshot for the CI log.
+func TestReportInChromium(t *testing.T) {
+	bin := ""
+	for _, b := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(b); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no chromium on PATH; .ci/run installs Debian's chromium package")
+		}
+		t.Skip("no chromium on PATH (apt-get install chromium)")
+	}
+	html, _ := render(t)
+	tmp := t.TempDir()
+	netlog := filepath.Join(tmp, "net.json")
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+		"--no-first-run", "--disable-sync", "--user-data-dir=" + filepath.Join(tmp, "profile"), "--log-net-log=" + netlog}
+	dom, err := exec.Command(bin, append(base, "--dump-dom", "file://"+html)...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	for _, want := range []string{"FAIL: 1 of 2 gates failed", "Comparison (baseline: none)", "Controller metric cross-check"} {
+		if !bytes.Contains(dom, []byte(want)) {
+			t.Errorf("rendered page lacks %q", want)
+		}
+	}
+	if n := bytes.Count(dom, []byte("<svg")); n < 3 {
+		t.Errorf("rendered page has %d charts", n)
+	}
+	if n := bytes.Count(dom, []byte("<table")); n < 4 {
+		t.Errorf("rendered page has %d tables", n)
+	}
+	// Every URL Chromium requested while loading the page must be the file itself.
+	raw, err := os.ReadFile(netlog)
+	if err != nil {
+		t.Fatalf("no net log: %v", err)
+	}
+	var nl struct {
+		Events []struct {
+			Params map[string]any `json:"params"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal(raw, &nl); err != nil {
+		// Chromium may leave the log's closing brackets off when it exits; the URLs are still there.
+		raw = append(bytes.TrimRight(raw, ",\n "), []byte("]}")...)
+		_ = json.Unmarshal(raw, &nl)
+	}
+	for _, ev := range nl.Events {
+		if u, ok := ev.Params["url"].(string); ok && !strings.HasPrefix(u, "file://") && !strings.HasPrefix(u, "data:") {
+			t.Errorf("the report made a request: %s", u)
+		}
+	}
+	shotDir := filepath.Join("..", "out", "ci-artifacts")
+	if err := os.MkdirAll(shotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shot, _ := filepath.Abs(filepath.Join(shotDir, "report.png"))
+	if out, err := exec.Command(bin, append(base, "--window-size=1280,5000", "--screenshot="+shot, "file://"+html)...).CombinedOutput(); err != nil {
+		t.Fatalf("screenshot: %v\n%s", err, out)
+	}
+	if fi, err := os.Stat(shot); err != nil || fi.Size() < 10_000 {
+		t.Fatalf("screenshot missing or empty: %v", err)
+	}
+	t.Logf("report screenshot (CI artifact): %s", shot)
+}
+
+func TestJUnitOneCasePerGate(t *testing.T) {
+	raw, err := JUnit(fixture(t), verdicts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc junitSuites
+	if err := xml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := doc.Suites[0]
+	if s.Tests != 2 || s.Failures != 1 || len(s.Cases) != 2 || s.Cases[1].Failure == nil || s.Cases[0].Failure != nil {
+		t.Fatalf("junit %+v", s)
+	}
+	if !strings.Contains(s.Cases[1].Failure.Text, "measured 2793ms, threshold 1000ms") {
+		t.Errorf("failure text %q", s.Cases[1].Failure.Text)
+	}
+}
+
+// scaled returns a copy of r whose claim latencies are multiplied by f.
+func scaled(t *testing.T, f float64) *results.Results {
+	r := fixture(t)
+	for i := range r.Cells {
+		for j := range r.Cells[i].Claims {
+			if l := r.Cells[i].Claims[j].LatencyMS; l != nil {
+				v := *l * f
+				r.Cells[i].Claims[j].LatencyMS = &v
+			}
+		}
+	}
+	return r
+}
+
+func TestCompare(t *testing.T) {
+	paths := []string{"a/results.json", "b/results.json"}
+	find := func(c *Comparison, cell, key string) results.Metric {
+		for _, rc := range c.Cells {
+			for _, m := range rc.Metrics {
+				if rc.Cell == cell && m.Key == key {
+					return m.Runs[1]
+				}
+			}
+		}
+		t.Fatalf("no %s/%s", cell, key)
+		return results.Metric{}
+	}
+	slower, err := NewComparison(paths, []*results.Results{fixture(t), scaled(t, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := find(slower, "none", "claim.p50_ms"); m.Delta == nil || !m.Delta.Comparison.Significant || float64(m.Delta.Pct) < 90 {
+		t.Errorf("doubling latency should be a significant +100%%: %+v", m.Delta)
+	}
+	same, err := NewComparison(paths, []*results.Results{fixture(t), fixture(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := find(same, "none", "claim.p50_ms"); m.Delta == nil || m.Delta.Comparison.Significant || FormatDelta(m.Delta)[0] != '~' {
+		t.Errorf("identical runs must compare as ~: %+v", m.Delta)
+	}
+	if len(same.Warnings) != 0 {
+		t.Errorf("identical configs warned: %v", same.Warnings)
+	}
+	var buf bytes.Buffer
+	same.Text(&buf)
+	if !strings.Contains(buf.String(), "cell none") || !strings.Contains(buf.String(), "vs A") {
+		t.Errorf("text:\n%s", buf.String())
+	}
+	other := fixture(t)
+	other.Suite = "warmpool-sustained"
+	if _, err := NewComparison(paths, []*results.Results{fixture(t), other}); err == nil || !strings.Contains(err.Error(), "only runs of one suite can be compared") {
+		t.Errorf("different suites: %v", err)
+	}
+	changed := fixture(t)
+	changed.Config["workload"].(map[string]any)["claims"] = 61.0
+	c, err := NewComparison(paths, []*results.Results{fixture(t), changed})
+	if err != nil || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "workload.claims: 60 -> 61") {
+		t.Errorf("config difference warnings: %v %v", c, err)
+	}
+}

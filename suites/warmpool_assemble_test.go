@@ -1,0 +1,96 @@
+package suites
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/brakebench/brakebench/internal/recorder"
+	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/loadgen"
+)
+
+// A hand-made cell: 4 claims at T0, three warm (Ready after 100/200/300 ms), one that never gets
+// Ready; 3 refill sandboxes in the 2nd second, 1 in the 3rd; the pool drops and refills at 2.5 s.
+func handMadeCell(brake results.Brake) cellInput {
+	t0 := time.Unix(1_000_000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	in := cellInput{t0: t0, end: at(5000), pool: "p", poolSize: 4, claimTimeout: time.Second,
+		cell: results.Cell{ID: "x#1", Name: "x", Brake: brake},
+		snap: recorder.Snapshot{Claims: map[string]recorder.Claim{}, Sandboxes: map[string]recorder.Sandbox{}, Pods: map[string]recorder.Pod{}, Pools: map[string][]recorder.PoolSample{}}}
+	for i := 0; i < 4; i++ {
+		name := fmt.Sprintf("c%d", i)
+		in.sent = append(in.sent, loadgen.Sent{Index: i, Name: name, Planned: t0, Intent: at(i), Acked: at(i + 20)})
+		in.snap.Sandboxes["warm"+name] = recorder.Sandbox{Created: at(-10000), Observed: at(-9000), FromPool: true, LaunchType: "warm"}
+		if i < 3 {
+			in.snap.Claims[name] = recorder.Claim{Bound: at(50), Ready: at(i + 100*(i+1)), Sandbox: "warm" + name}
+		} else {
+			in.snap.Claims[name] = recorder.Claim{LastReason: "SandboxNotReady"}
+		}
+	}
+	for i, ms := range []int{1100, 1200, 1300, 2100} {
+		in.snap.Sandboxes[fmt.Sprintf("r%d", i)] = recorder.Sandbox{Created: at(ms), Observed: at(ms + 10), FromPool: true, LaunchType: "warm"}
+		in.snap.Pods[fmt.Sprintf("r%d", i)] = recorder.Pod{Created: at(ms), Observed: at(ms + 10), Scheduled: at(ms + 5), Ready: at(ms + 300)}
+	}
+	in.snap.Pools["p"] = []recorder.PoolSample{
+		{At: at(-5000), Desired: 4, Replicas: 4, Ready: 4},
+		{At: at(60), Desired: 4, Replicas: 1, Ready: 1},
+		{At: at(2500), Desired: 4, Replicas: 4, Ready: 4},
+	}
+	return in
+}
+
+func TestAssembleKnownCell(t *testing.T) {
+	c := assemble(handMadeCell(results.Brake{}))
+	st := c.Stats
+	if st.Total != 4 || st.Warm != 3 || st.Cold != 0 || st.Failed != 1 {
+		t.Fatalf("counts %+v", st)
+	}
+	// Latencies 100, 200, 300 ms and one +Inf (the failed claim stays in the denominator).
+	if st.Latency.All.P50 != 200 || !math.IsInf(st.Latency.All.P90, 1) || st.Latency.Warm.P50 != 200 || st.Latency.Warm.Max != 300 {
+		t.Errorf("latency %+v warm %+v", st.Latency.All, st.Latency.Warm)
+	}
+	if !c.Claims[3].Failed || c.Claims[3].Reason == "" || c.Claims[3].LatencyMS != nil {
+		t.Errorf("failed claim %+v", c.Claims[3])
+	}
+	// Refill creates: bins [0,3,1]; 1 s ceiling 3, 5 s ceiling 4/5.
+	if got := c.Timeline.RefillCreates; len(got) != 3 || got[1] != 3 || got[2] != 1 {
+		t.Errorf("refill timeline %v", got)
+	}
+	if st.Ceilings.RefillCreate1s != 3 || st.Ceilings.RefillCreate5s != 0.8 || st.Ceilings.PodSchedule1s != 3 {
+		t.Errorf("ceilings %+v", st.Ceilings)
+	}
+	if st.RefillSeconds == nil || *st.RefillSeconds != 2.5 {
+		t.Errorf("refill seconds %v", st.RefillSeconds)
+	}
+	if st.RefillStartSeconds == nil || math.Abs(*st.RefillStartSeconds-1.11) > 1e-9 {
+		t.Errorf("refill start %v", st.RefillStartSeconds)
+	}
+	if st.SendLagMS.Max != 3 || st.AckMS.P50 != 20 {
+		t.Errorf("lag %+v ack %+v", st.SendLagMS, st.AckMS)
+	}
+	if st.BrakeEngaged != nil {
+		t.Error("no brake, no verdict")
+	}
+}
+
+func TestBrakeEvidence(t *testing.T) {
+	cases := []struct {
+		name  string
+		brake results.Brake
+		want  bool
+	}{
+		{"cap of 1/s is exceeded by 3 creates in a second over 5 s? no: 0.8/s held", results.Brake{MaxRefillRate: 1}, true},
+		{"cap of 0.5/s is broken by 0.8/s", results.Brake{MaxRefillRate: 0.5}, false},
+		{"cap that never binds (10/s, only 4 refills) measures nothing", results.Brake{MaxRefillRate: 10}, false},
+		{"delay of 1 s: first refill at 1.11 s", results.Brake{ReplenishDelay: "1s"}, true},
+		{"delay of 5 s: refill started too early", results.Brake{ReplenishDelay: "5s"}, false},
+	}
+	for _, c := range cases {
+		got := assemble(handMadeCell(c.brake)).Stats
+		if got.BrakeEngaged == nil || *got.BrakeEngaged != c.want {
+			t.Errorf("%s: engaged %v, want %v (%s)", c.name, got.BrakeEngaged, c.want, got.BrakeEvidence)
+		}
+	}
+}

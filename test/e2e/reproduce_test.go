@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/brakebench/brakebench/internal/cli"
+	"github.com/brakebench/brakebench/internal/reproduce"
+)
+
+// TestReproduceQuick runs the published-number scenarios at CI size and checks that every figure
+// got an honest verdict from a real measurement (or an explicit reason it cannot be reproduced).
+func TestReproduceQuick(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	root := cli.NewRoot(&stdout, &stderr)
+	root.SetArgs([]string{"reproduce", "--quick", "--out", out, "--set", "lab.name=" + labName, "--set", "lab.stateDir=" + stateDir})
+	err := root.ExecuteContext(context.Background())
+	t.Logf("%s\n%s", stderr.String(), stdout.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	matches, _ := filepath.Glob(filepath.Join(out, "reproduce-*", "reproduce.json"))
+	if len(matches) != 1 {
+		t.Fatalf("reproduce.json: %v", matches)
+	}
+	raw, _ := os.ReadFile(matches[0])
+	var doc struct {
+		Quick bool            `json:"quick"`
+		Rows  []reproduce.Row `json:"rows"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !doc.Quick || len(doc.Rows) < 8 {
+		t.Fatalf("quick=%v rows=%d", doc.Quick, len(doc.Rows))
+	}
+	for _, r := range doc.Rows {
+		switch r.Verdict {
+		case "reproduced", "differs":
+			if float64(r.Measured) <= 0 {
+				t.Errorf("%s: verdict %s without a measurement (%v)", r.ID, r.Verdict, r.Measured)
+			}
+		case "not reproducible here":
+			if r.Why == "" {
+				t.Errorf("%s: no reason", r.ID)
+			}
+		default:
+			t.Errorf("%s: verdict %q (%s)", r.ID, r.Verdict, r.Why)
+		}
+	}
+	if !strings.Contains(stdout.String(), "refill-create-ceiling") {
+		t.Errorf("table not printed")
+	}
+}

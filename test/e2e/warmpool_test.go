@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/brakebench/brakebench/internal/cli"
+	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/suites"
+)
+
+// runSuite runs the CLI in-process against the test lab and returns the results it wrote.
+func runSuite(t *testing.T, suite string, sets ...string) *results.Results {
+	t.Helper()
+	out := t.TempDir()
+	args := []string{"run", suite, "--out", out, "--set", "lab.name=" + labName, "--set", "lab.stateDir=" + stateDir}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	var stdout, stderr bytes.Buffer
+	root := cli.NewRoot(&stdout, &stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	t.Logf("brakebench %v\n%s\n%s", args, stderr.String(), stdout.String())
+	if err != nil {
+		t.Fatalf("run %s: %v", suite, err)
+	}
+	matches, _ := filepath.Glob(filepath.Join(out, suite+"-*", "results.json"))
+	if len(matches) != 1 {
+		t.Fatalf("want one results.json under %s, found %v", out, matches)
+	}
+	r, err := results.Read(matches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func metric(t *testing.T, r *results.Results, cell, key string) float64 {
+	t.Helper()
+	m, ok := r.Find(cell, key)
+	if !ok {
+		t.Fatalf("results have no %s for cell %s", key, cell)
+	}
+	return float64(m.Value)
+}
+
+// TestWarmpoolBurstRefillCap runs the suite at a reduced size (60 claims, none vs
+// max-refill-rate, 1 repetition): every claim is Ready, the table's numbers exist, and the
+// refill create ceiling respects the cap while the unbraked refill exceeds it.
+func TestWarmpoolBurstRefillCap(t *testing.T) {
+	const rate = 3.0
+	r := runSuite(t, "warmpool-burst",
+		"workload.pool=60", "workload.claims=60", "matrix.repetitions=1",
+		"matrix.brakes=none,max-refill-rate", "brakes.maxRefillRate=3", "matrix.seed=42")
+	if len(r.Cells) != 2 || r.Seed != 42 || len(r.Summary) != 2 {
+		t.Fatalf("cells %d summary %d seed %d", len(r.Cells), len(r.Summary), r.Seed)
+	}
+	for _, c := range r.Cells {
+		if c.Error != "" {
+			t.Fatalf("cell %s: %s", c.ID, c.Error)
+		}
+		st := c.Stats
+		if st.Total != 60 || st.Failed != 0 || st.Warm+st.Cold != 60 || len(c.Claims) != 60 {
+			t.Errorf("%s: total %d failed %d warm %d cold %d", c.ID, st.Total, st.Failed, st.Warm, st.Cold)
+		}
+		for _, q := range []float64{st.Latency.All.P50, st.Latency.All.P90, st.Latency.All.P99} {
+			if math.IsNaN(q) || math.IsInf(q, 0) || q <= 0 {
+				t.Errorf("%s: latency quantile %v", c.ID, q)
+			}
+		}
+		if !(st.Latency.All.P50 <= st.Latency.All.P90 && st.Latency.All.P90 <= st.Latency.All.P99) {
+			t.Errorf("%s: quantiles out of order %+v", c.ID, st.Latency.All)
+		}
+		if st.Ceilings.SandboxCreate1s <= 0 || st.Ceilings.PodSchedule1s <= 0 || st.RefillSeconds == nil {
+			t.Errorf("%s: ceilings %+v refill %v", c.ID, st.Ceilings, st.RefillSeconds)
+		}
+		if _, ok := c.Metrics["kube-apiserver"]; !ok || st.CPUSeconds["kube-apiserver"] <= 0 {
+			t.Errorf("%s: no apiserver scrape / CPU seconds: %v", c.ID, st.CPUSeconds)
+		}
+		if st.ControllerLatencyMS == nil || st.ControllerLatencyMS.N != 60 {
+			t.Errorf("%s: controller histogram cross-check missing or wrong count: %+v", c.ID, st.ControllerLatencyMS)
+		}
+	}
+	capped := metric(t, r, "max-refill-rate", "ceiling.refill_create_5s")
+	if capped > suites.RateTolerance*rate {
+		t.Errorf("refill create ceiling with max-refill-rate=%v is %.2f/s over 5 s, above %.2f", rate, capped, suites.RateTolerance*rate)
+	}
+	free := metric(t, r, "none", "ceiling.refill_create_1s")
+	if free <= suites.RateTolerance*rate {
+		t.Errorf("without a brake the refill create ceiling (%.2f/s over 1 s) should exceed the cap %.2f", free, suites.RateTolerance*rate)
+	}
+	for _, c := range r.Cells {
+		if c.Name == "max-refill-rate" && (c.Stats.BrakeEngaged == nil || !*c.Stats.BrakeEngaged) {
+			t.Errorf("brake not engaged: %s", c.Stats.BrakeEvidence)
+		}
+	}
+	if m, _ := r.Find("max-refill-rate", "pool.refill_s"); m.Delta == nil || float64(m.Delta.Abs) <= 0 {
+		t.Errorf("capped refill should take longer than the unbraked one: %+v", m)
+	}
+}
