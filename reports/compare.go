@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -73,6 +74,25 @@ func NewComparison(paths []string, runs []*results.Results) (*Comparison, error)
 	return c, nil
 }
 
+func typesText(t map[string]int) string {
+	if len(t) == 0 {
+		return ""
+	}
+	var parts []string
+	for k, n := range t {
+		parts = append(parts, fmt.Sprintf("%dx %s", n, k))
+	}
+	sort.Strings(parts)
+	return ", " + strings.Join(parts, " ")
+}
+
+func zonesText(z []string) string {
+	if len(z) == 0 {
+		return ""
+	}
+	return ", zones " + strings.Join(z, " ")
+}
+
 func valueCI(m results.Metric) string {
 	return FormatNum(float64(m.Value), m.Unit) + " " + fmtCI(&m)
 }
@@ -80,8 +100,9 @@ func valueCI(m results.Metric) string {
 // Text writes the benchstat-style terminal table.
 func (c *Comparison) Text(w io.Writer) {
 	for i, r := range c.Runs {
-		fmt.Fprintf(w, "%s  %s on %s (Kubernetes %s, %d nodes), %s, agent-sandbox %s\n", c.Labels[i], r.Suite, r.Cluster.Provider,
-			r.Cluster.ServerVersion, r.Cluster.Nodes, r.StartedAt.Format("2006-01-02 15:04"), r.Versions["agent-sandbox"])
+		fmt.Fprintf(w, "%s  %s on %s/%s (Kubernetes %s, %d nodes%s%s, harness RTT %.1f ms), %s, agent-sandbox %s\n", c.Labels[i], r.Suite,
+			r.Cluster.Provider, r.Cluster.Distribution, r.Cluster.ServerVersion, r.Cluster.Nodes, typesText(r.Cluster.InstanceTypes),
+			zonesText(r.Cluster.Zones), r.Cluster.RTTms, r.StartedAt.Format("2006-01-02 15:04"), r.Versions["agent-sandbox"])
 	}
 	for _, wn := range c.Warnings {
 		fmt.Fprintln(w, "warning:", wn)

@@ -22,7 +22,7 @@ type Suite interface {
 	Brakes() []string
 	Faults() []string
 	// Plan resolves the matrix without touching a cluster.
-	Plan(cfg *config.Resolved) (*Plan, error)
+	Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error)
 	// Run executes the plan on env's cluster.
 	Run(ctx context.Context, env *Env, plan *Plan) (*results.Results, error)
 }
@@ -35,17 +35,31 @@ type Env struct {
 	Progress *progress.Progress
 	// Reverts holds every undo registered during the run; the CLI runs it on every exit path.
 	Reverts *faults.Stack
-	RunID   string
+	// Journal records every change before it is made (brakebench cleanup replays it after a crash).
+	Journal *faults.Journal
+	// DCGM serves dcgm-exporter metrics for the GPU nodes while the run lasts (gpu cells).
+	DCGM  *faults.DCGMExporter
+	RunID string
 	// Versions are the pinned component versions (for provenance).
 	Versions map[string]string
 }
 
+// PlanContext answers what planning needs to know about the system under test.
+type PlanContext struct {
+	// Supports reports whether the controller at version knows flag (e.g.
+	// "sandbox-warm-pool-max-refill-rate"); an error means the version cannot be had.
+	// nil: every flag is assumed supported.
+	Supports func(version, flag string) (bool, error)
+}
+
 // Plan is a resolved matrix.
 type Plan struct {
-	Suite   string        `json:"suite"`
-	Seed    int64         `json:"seed"`
-	Cells   []PlannedCell `json:"cells"`   // in run order
-	Changes []string      `json:"changes"` // what will be created or changed, and where
+	Suite    string        `json:"suite"`
+	Seed     int64         `json:"seed"`
+	Names    []string      `json:"names"`    // cell names in matrix order (reports show them so)
+	Baseline string        `json:"baseline"` // the cell every other is compared with
+	Cells    []PlannedCell `json:"cells"`    // in run order
+	Changes  []string      `json:"changes"`  // what will be created or changed, and where
 }
 
 // PlannedCell is one repetition of one matrix cell.
@@ -53,9 +67,12 @@ type PlannedCell struct {
 	ID      string        `json:"id"`
 	Name    string        `json:"name"`
 	Rep     int           `json:"rep"`
-	Version string        `json:"version,omitempty"` // controller version ("" = the configured one)
+	Version string        `json:"version,omitempty"` // controller version ("" = the pinned one)
 	Flags   []string      `json:"flags"`             // controller flags the cell adds
 	Brake   results.Brake `json:"brake"`
+	Fault   string        `json:"fault,omitempty"` // "" or none: no fault
+	// NotApplicable says why the cell cannot run (its version lacks a flag it needs).
+	NotApplicable string `json:"notApplicable,omitempty"`
 }
 
 // Registry is the set of known suites.
@@ -74,7 +91,7 @@ func NewRegistry(ss ...Suite) *Registry {
 
 // Default is every suite brakebench ships.
 func Default() *Registry {
-	return NewRegistry(WarmpoolBurst(), WarmpoolSustained())
+	return NewRegistry(WarmpoolBurst(), WarmpoolSustained(), APFThrottle(), GPUFaults())
 }
 
 // Get finds a suite by name.

@@ -2,22 +2,30 @@ package suites
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/config"
+	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/loadgen"
 )
 
-// warmPool is the warm-pool claim experiment; burst and sustained differ only in the schedule.
+// warmPool is the warm-pool claim experiment. The suites built on it differ only in their
+// default configuration (configs/suites/<name>.yaml): schedule, brakes, faults.
 type warmPool struct {
 	name, desc string
+	faults     []string
 }
 
 // WarmpoolBurst is the seeds' 300-claim warm-adoption benchmark with and without refill brakes.
@@ -33,7 +41,19 @@ func WarmpoolSustained() Suite {
 func (w *warmPool) Name() string        { return w.name }
 func (w *warmPool) Description() string { return w.desc }
 func (w *warmPool) Brakes() []string    { return config.BrakeCells }
-func (w *warmPool) Faults() []string    { return nil }
+func (w *warmPool) Faults() []string    { return w.faults }
+
+// APFThrottle is the burst with the controller squeezed into a tiny APF priority level.
+func APFThrottle() Suite {
+	return &warmPool{name: "apf-throttle", faults: []string{"apf-throttle"},
+		desc: "the burst with and without the controller's requests squeezed into an APF priority level of a few seats: APF wait, claim latency, refill"}
+}
+
+// GPUFaults is the burst while GPU nodes fail (simulated XID/ECC/NVLink faults).
+func GPUFaults() Suite {
+	return &warmPool{name: "gpu-faults", faults: []string{"gpu"},
+		desc: "DCGM-style GPU faults on warm-pool nodes during the burst: node condition, taint eviction, lost warm sandboxes, refill, repair-safety invariants"}
+}
 
 // brakeFlags are the controller flags of a brake cell.
 func brakeFlags(cell string, b config.Brakes) ([]string, results.Brake) {
@@ -50,18 +70,71 @@ func brakeFlags(cell string, b config.Brakes) ([]string, results.Brake) {
 	return flags, br
 }
 
-// Plan expands brakes x repetitions and shuffles the order with the (recorded) seed.
-func (w *warmPool) Plan(cfg *config.Resolved) (*Plan, error) {
+// Plan expands versions x brakes x controller-arg sets x repetitions and shuffles the order with
+// the (recorded) seed. A brake cell whose controller version lacks the brake's flag is planned as
+// not applicable, never run without the flag.
+func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 	seed := cfg.Matrix.Seed
 	if seed == 0 {
 		seed = time.Now().UnixNano()%1_000_000_000 + 1
 	}
 	p := &Plan{Suite: w.name, Seed: seed}
-	for _, b := range cfg.Matrix.Brakes {
-		flags, br := brakeFlags(b, cfg.Brakes)
-		for rep := 1; rep <= cfg.Matrix.Repetitions; rep++ {
-			p.Cells = append(p.Cells, PlannedCell{ID: fmt.Sprintf("%s#%d", b, rep), Name: b, Rep: rep, Version: cfg.Controller.Version, Flags: flags, Brake: br})
+	versions := cfg.Controller.Versions
+	if len(versions) == 0 {
+		versions = []string{cfg.Controller.Version}
+	}
+	argSets := cfg.Matrix.ControllerArgs
+	if len(argSets) == 0 {
+		argSets = []string{""}
+	}
+	type axis struct{ v, b, set, fault string }
+	var axes []axis
+	for _, v := range versions {
+		for _, b := range cfg.Matrix.Brakes {
+			for _, set := range argSets {
+				for _, f := range cfg.Matrix.Faults {
+					axes = append(axes, axis{v, b, set, f})
+				}
+			}
 		}
+	}
+	for _, ax := range axes {
+		v, b, set, fault := ax.v, ax.b, ax.set, ax.fault
+		flags, br := brakeFlags(b, cfg.Brakes)
+		name := b
+		if len(versions) > 1 {
+			name += "@" + v
+		}
+		if len(argSets) > 1 {
+			name += "+" + argSetLabel(set)
+		}
+		if fault != "none" {
+			name += "/" + fault
+		}
+		na := ""
+		if pc.Supports != nil {
+			for _, f := range flags {
+				flag := strings.TrimPrefix(strings.SplitN(f, "=", 2)[0], "--")
+				ok, err := pc.Supports(v, flag)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					na = fmt.Sprintf("agent-sandbox %s has no --%s", versionName(v), flag)
+				}
+			}
+		}
+		flags = append(flags, strings.Fields(set)...)
+		p.Names = append(p.Names, name)
+		if p.Baseline == "" && b == "none" && fault == "none" {
+			p.Baseline = name
+		}
+		for rep := 1; rep <= cfg.Matrix.Repetitions; rep++ {
+			p.Cells = append(p.Cells, PlannedCell{ID: fmt.Sprintf("%s#%d", name, rep), Name: name, Rep: rep, Version: v, Flags: flags, Brake: br, Fault: fault, NotApplicable: na})
+		}
+	}
+	if p.Baseline == "" {
+		p.Baseline = p.Names[0]
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6272616b65))
 	rng.Shuffle(len(p.Cells), func(i, j int) { p.Cells[i], p.Cells[j] = p.Cells[j], p.Cells[i] })
@@ -78,9 +151,38 @@ func (w *warmPool) Plan(cfg *config.Resolved) (*Plan, error) {
 	p.Changes = []string{
 		fmt.Sprintf("per cell: a namespace bb-<run>-<n> labelled %s, holding a SandboxTemplate, a SandboxWarmPool of %d and the claims; deleted (and waited for) at the end of the cell", "app.kubernetes.io/managed-by=brakebench", wl.Pool),
 		"per cell: " + load,
-		"per cell: the agent-sandbox controller is restarted (lab) or its Deployment args patched (kind/kubeconfig) with the cell's flags; the original is restored at the end",
+		"per cell: the agent-sandbox controller is restarted (lab) or its Deployment args/image patched (kind/kubeconfig) with the cell's version and flags; the original is restored at the end",
+	}
+	for _, f := range cfg.Matrix.Faults {
+		switch f {
+		case "apf-throttle":
+			p.Changes = append(p.Changes, fmt.Sprintf("apf-throttle cells: a PriorityLevelConfiguration (%d shares, %d queue(s) of %d) and a FlowSchema matching the %s's ServiceAccount, created before the burst and deleted after the cell",
+				cfg.Faults.APF.Shares, cfg.Faults.APF.Queues, cfg.Faults.APF.QueueLength, cfg.Faults.APF.Target))
+		case "gpu":
+			p.Changes = append(p.Changes, fmt.Sprintf("gpu cells: %d GPU node(s) get AcceleratedHardwareReady=False (%s) %s after the burst starts, escalation %s; every node is restored exactly after the cell",
+				cfg.Faults.GPU.Nodes, cfg.Faults.GPU.Kind, cfg.Faults.GPU.ArmAfter, cfg.Faults.GPU.Escalate))
+		}
 	}
 	return p, nil
+}
+
+func versionName(v string) string {
+	if v == "" {
+		return "(pinned version)"
+	}
+	return v
+}
+
+// argSetLabel names a controller-arg set in a cell name.
+func argSetLabel(set string) string {
+	if strings.TrimSpace(set) == "" {
+		return "defaults"
+	}
+	var parts []string
+	for _, f := range strings.Fields(set) {
+		parts = append(parts, strings.TrimPrefix(f, "--"))
+	}
+	return strings.Join(parts, ",")
 }
 
 // schedule builds the claim send schedule of the configured workload.
@@ -99,15 +201,15 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 	cfg := env.Config
 	res := &results.Results{
 		Schema: results.SchemaVersion, Suite: w.name, RunID: env.RunID, StartedAt: time.Now().UTC(), Seed: plan.Seed,
-		Config: cfg.Settings(), Versions: env.Versions, Machine: machine(), Baseline: "none",
+		Config: cfg.Settings(), Versions: env.Versions, Machine: machine(), Baseline: plan.Baseline,
 	}
 	info := env.Cluster.Info()
-	res.Cluster = results.Cluster{Provider: info.Provider, Server: info.Server, Context: info.Context}
-	if v, err := env.Clients.Typed.Discovery().ServerVersion(); err == nil {
-		res.Cluster.ServerVersion = v.GitVersion
-	}
-	if nodes, err := env.Clients.Typed.CoreV1().Nodes().List(ctx, listAll); err == nil {
-		res.Cluster.Nodes = len(nodes.Items)
+	md := provider.Describe(ctx, env.Clients.Typed)
+	res.Cluster = results.Cluster{Provider: info.Provider, Server: info.Server, Context: info.Context,
+		ServerVersion: md.KubernetesVersion, Nodes: md.Nodes, Distribution: md.Distribution, InstanceTypes: md.InstanceTypes,
+		Regions: md.Regions, Zones: md.Zones, ControlPlaneTier: md.ControlPlaneTier, RTTms: md.RTTms}
+	if err := startDCGM(ctx, env, plan); err != nil {
+		return nil, err
 	}
 	// The controller's original setting is restored once, at the end (or on interrupt).
 	ctrl := env.Cluster.Controller()
@@ -118,10 +220,28 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 			res.Errors = append(res.Errors, "interrupted before cell "+pc.ID)
 			break
 		}
-		env.Progress.Printf("==> cell %d/%d: %s (flags: %v)", i+1, len(plan.Cells), pc.ID, pc.Flags)
+		if pc.NotApplicable != "" {
+			res.Cells = append(res.Cells, results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, NotApplicable: pc.NotApplicable,
+				Controller: results.Controller{Version: pc.Version, Flags: pc.Flags}})
+			env.Progress.Printf("==> cell %d/%d: %s not applicable: %s", i+1, len(plan.Cells), pc.ID, pc.NotApplicable)
+			continue
+		}
+		env.Progress.Printf("==> cell %d/%d: %s (version %s, flags: %v)", i+1, len(plan.Cells), pc.ID, versionName(pc.Version), pc.Flags)
+		if !restored {
+			// The original is journaled before the first change so cleanup can restore it after a crash.
+			v0, f0 := ctrl.Current()
+			if err := env.Journal.Record(faults.Entry{Op: faults.OpController, Ref: "controller", Original: mustJSON(controllerOriginal{v0, f0})}); err != nil {
+				return nil, err
+			}
+		}
 		revert, err := ctrl.Configure(ctx, pc.Version, pc.Flags)
 		if !restored {
-			env.Reverts.Push("agent-sandbox controller flags", revert)
+			env.Reverts.Push("agent-sandbox controller flags", func(ctx context.Context) error {
+				if err := revert(ctx); err != nil {
+					return err
+				}
+				return env.Journal.Record(faults.Entry{Op: faults.OpReverted, Ref: "controller"})
+			})
 			restored = true
 		}
 		if err != nil {
@@ -140,9 +260,51 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 		}
 		env.Progress.Printf("    %s", oneLine(cell))
 	}
-	res.Summary = analysis.Summarize(res.Cells, res.Baseline, plan.Seed)
+	res.Summary = analysis.Summarize(res.Cells, plan.Names, res.Baseline, plan.Seed)
 	res.EndedAt = time.Now().UTC()
 	return res, nil
+}
+
+// startDCGM serves dcgm-exporter metrics for the GPU nodes when the plan has gpu cells.
+func startDCGM(ctx context.Context, env *Env, plan *Plan) error {
+	need := false
+	for _, c := range plan.Cells {
+		need = need || (c.Fault == "gpu" && c.NotApplicable == "")
+	}
+	if !need {
+		return nil
+	}
+	nodes, err := env.Clients.Typed.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	gpus := map[string]int{}
+	for _, n := range nodes.Items {
+		if q, ok := n.Status.Capacity[faults.GPUResource]; ok && q.Value() > 0 {
+			gpus[n.Name] = int(q.Value())
+		}
+	}
+	if len(gpus) == 0 {
+		return fmt.Errorf("gpu cells need GPU nodes (nvidia.com/gpu capacity); on the lab: brakebench lab down, then run again with --set lab.nodes.gpus=8")
+	}
+	env.DCGM = faults.NewDCGMExporter(gpus)
+	if err := env.DCGM.Start(); err != nil {
+		return err
+	}
+	env.Progress.Printf("dcgm-exporter metrics for %d GPU nodes: %s", len(gpus), env.DCGM.URL())
+	env.Reverts.Push("dcgm exporter", env.DCGM.Stop)
+	return nil
+}
+
+// controllerOriginal is the journaled setting of the controller before a run changed it.
+type controllerOriginal struct {
+	Version string   `json:"version"`
+	Flags   []string `json:"flags"`
+}
+
+func mustJSON(v any) []byte {
+	raw, _ := json.Marshal(v)
+	return raw
 }
 
 func oneLine(c results.Cell) string {

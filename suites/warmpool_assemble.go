@@ -156,9 +156,49 @@ func assemble(in cellInput) results.Cell {
 		}
 	}
 
+	correctness(&c, in)
 	controllerStats(st, in.metrics)
 	brakeEvidence(&c)
 	return c
+}
+
+// correctness derives over-creation, pool overshoot, double binding and orphans.
+func correctness(c *results.Cell, in cellInput) {
+	cr := &c.Stats.Correctness
+	sum := func(xs []float64) float64 {
+		t := 0.0
+		for _, x := range xs {
+			t += x
+		}
+		return t
+	}
+	if slots := float64(c.Stats.Warm); slots > 0 {
+		v := sum(c.Timeline.RefillCreates) / slots
+		cr.RefillCreatesPerSlot = &v
+	}
+	if sb := sum(c.Timeline.SandboxCreates); sb > 0 {
+		v := sum(c.Timeline.PodCreates) / sb
+		cr.PodCreatesPerSandbox = &v
+	}
+	if m := in.snap.MaxPoolMembers[in.pool]; m > in.poolSize {
+		cr.PoolExcessMax = m - in.poolSize
+	}
+	bound := map[string]int{}
+	for _, cl := range in.snap.Claims {
+		if cl.Sandbox != "" {
+			bound[cl.Sandbox]++
+		}
+	}
+	for _, n := range bound {
+		if n > 1 {
+			cr.DoubleBound++
+		}
+	}
+	for _, sb := range in.snap.Sandboxes {
+		if !sb.Deleted && sb.Owner == "" {
+			cr.Orphans++
+		}
+	}
 }
 
 func sortedSandboxes(m map[string]recorder.Sandbox) []recorder.Sandbox {

@@ -22,7 +22,7 @@ func handMadeCell(brake results.Brake) cellInput {
 	for i := 0; i < 4; i++ {
 		name := fmt.Sprintf("c%d", i)
 		in.sent = append(in.sent, loadgen.Sent{Index: i, Name: name, Planned: t0, Intent: at(i), Acked: at(i + 20)})
-		in.snap.Sandboxes["warm"+name] = recorder.Sandbox{Created: at(-10000), Observed: at(-9000), FromPool: true, LaunchType: "warm"}
+		in.snap.Sandboxes["warm"+name] = recorder.Sandbox{Created: at(-10000), Observed: at(-9000), FromPool: true, LaunchType: "warm", Owner: "SandboxClaim/" + name}
 		if i < 3 {
 			in.snap.Claims[name] = recorder.Claim{Bound: at(50), Ready: at(i + 100*(i+1)), Sandbox: "warm" + name}
 		} else {
@@ -30,9 +30,12 @@ func handMadeCell(brake results.Brake) cellInput {
 		}
 	}
 	for i, ms := range []int{1100, 1200, 1300, 2100} {
-		in.snap.Sandboxes[fmt.Sprintf("r%d", i)] = recorder.Sandbox{Created: at(ms), Observed: at(ms + 10), FromPool: true, LaunchType: "warm"}
+		in.snap.Sandboxes[fmt.Sprintf("r%d", i)] = recorder.Sandbox{Created: at(ms), Observed: at(ms + 10), FromPool: true, LaunchType: "warm", Owner: "SandboxWarmPool/p"}
 		in.snap.Pods[fmt.Sprintf("r%d", i)] = recorder.Pod{Created: at(ms), Observed: at(ms + 10), Scheduled: at(ms + 5), Ready: at(ms + 300)}
 	}
+	in.snap.Sandboxes["orphan"] = recorder.Sandbox{Created: at(-20000), Observed: at(-19000)}
+	in.snap.Sandboxes["gone"] = recorder.Sandbox{Created: at(-20000), Observed: at(-19000), Deleted: true}
+	in.snap.MaxPoolMembers = map[string]int{"p": 5}
 	in.snap.Pools["p"] = []recorder.PoolSample{
 		{At: at(-5000), Desired: 4, Replicas: 4, Ready: 4},
 		{At: at(60), Desired: 4, Replicas: 1, Ready: 1},
@@ -72,6 +75,19 @@ func TestAssembleKnownCell(t *testing.T) {
 	}
 	if st.BrakeEngaged != nil {
 		t.Error("no brake, no verdict")
+	}
+	cr := st.Correctness
+	// 4 refill creates for 3 vacated slots; one pod per sandbox; 5 live members for 4 replicas.
+	if cr.RefillCreatesPerSlot == nil || math.Abs(*cr.RefillCreatesPerSlot-4.0/3) > 1e-9 || cr.PodCreatesPerSandbox == nil || *cr.PodCreatesPerSandbox != 1 ||
+		cr.PoolExcessMax != 1 || cr.Orphans != 1 || cr.DoubleBound != 0 {
+		t.Errorf("correctness %+v (per slot %v, per sandbox %v)", cr, *cr.RefillCreatesPerSlot, *cr.PodCreatesPerSandbox)
+	}
+	in := handMadeCell(results.Brake{})
+	c2 := in.snap.Claims["c1"]
+	c2.Sandbox = "warmc0"
+	in.snap.Claims["c1"] = c2
+	if got := assemble(in).Stats.Correctness.DoubleBound; got != 1 {
+		t.Errorf("two claims on one sandbox: double bound %d", got)
 	}
 }
 

@@ -23,8 +23,6 @@ import (
 	"github.com/brakebench/brakebench/loadgen"
 )
 
-var listAll = metav1.ListOptions{}
-
 const (
 	// PoolName is the SandboxWarmPool every warm-pool cell creates.
 	PoolName     = "bench-pool"
@@ -36,7 +34,7 @@ const (
 func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadgen.Schedule) (cell results.Cell) {
 	cfg := env.Config
 	wl := cfg.Workload
-	cell = results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake}
+	cell = results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, Fault: pc.Fault}
 	ns := fmt.Sprintf("bb-%s-%02d", env.RunID, idx)
 	cell.Namespace = ns
 	labels := map[string]string{kube.ManagedByKey: kube.ManagedByValue, kube.RunIDKey: env.RunID}
@@ -45,11 +43,16 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	// Namespace teardown is registered before the namespace exists; it runs at the end of the
 	// cell, or from the run's revert stack if the run is interrupted first.
 	var cellReverts faults.Stack
-	cellReverts.Push("namespace "+ns, func(ctx context.Context) error { return deleteNamespace(ctx, c, ns, 5*time.Minute) })
+	log := &faultLog{}
+	var t0 time.Time
+	cellReverts.Push("namespace "+ns, func(ctx context.Context) error { return DeleteNamespace(ctx, c, ns, 5*time.Minute) })
 	env.Reverts.Push("cell "+pc.ID, cellReverts.Run)
 	defer func() {
 		if err := cellReverts.Run(context.WithoutCancel(ctx)); err != nil && cell.Error == "" {
 			cell.Error = err.Error()
+		}
+		if !t0.IsZero() {
+			cell.FaultLog = log.relative(t0)
 		}
 	}()
 	if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
@@ -62,6 +65,16 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		return cell
 	}
 	defer rec.Stop()
+	var gpu *gpuCell
+	if pc.Fault == "gpu" {
+		w, err := watchNodes(ctx, c)
+		if err != nil {
+			cell.Error = err.Error()
+			return cell
+		}
+		defer w.close()
+		gpu = &gpuCell{env: env, rec: rec, watch: w, log: log, reverts: &cellReverts, labels: labels}
+	}
 
 	// Template and pool first, then claims (a claim created before its template waits a minute).
 	fillStart := time.Now()
@@ -76,6 +89,13 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	}
 	cell.Fill = results.Fill{Replicas: wl.Pool, Seconds: time.Since(fillStart).Seconds()}
 
+	apfLevel := ""
+	if pc.Fault == "apf-throttle" {
+		if apfLevel, err = armAPF(ctx, env, ns, idx, labels, log, &cellReverts); err != nil {
+			cell.Error = "arm apf-throttle: " + err.Error()
+			return cell
+		}
+	}
 	targets := env.Cluster.MetricsTargets()
 	before := scrapeAll(ctx, env, targets)
 
@@ -96,7 +116,10 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	gen.Progress = sent
 	ready := env.Progress.Counter("claims Ready "+pc.ID, len(sched))
 
-	t0 := time.Now().Add(50 * time.Millisecond)
+	t0 = time.Now().Add(50 * time.Millisecond)
+	if gpu != nil {
+		gpu.armAt(ctx, t0.Add(cfg.Faults.GPU.ArmAfter))
+	}
 	fired := gen.Fire(ctx, t0, sched)
 	sent.Done()
 
@@ -122,6 +145,10 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	rec.WaitFor(ctx, wl.ClaimTimeout+time.Until(t0)+sched.End(), claimsDone)
 	claimsDone()
 	ready.Done()
+	var faultErr error
+	if gpu != nil {
+		faultErr = gpu.wait(ctx, time.Minute)
+	}
 	refilled := rec.WaitFor(ctx, wl.RefillTimeout, func() bool {
 		r, n := rec.PoolReady(PoolName)
 		return r >= int64(wl.Pool) && n >= int64(wl.Pool)
@@ -129,10 +156,21 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	end := time.Now()
 	after := scrapeAll(ctx, env, targets)
 
+	snap := rec.Snapshot()
 	cell = assemble(cellInput{
-		cell: cell, snap: rec.Snapshot(), sent: fired, t0: t0, end: end, pool: PoolName, poolSize: wl.Pool,
+		cell: cell, snap: snap, sent: fired, t0: t0, end: end, pool: PoolName, poolSize: wl.Pool,
 		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after),
 	})
+	switch {
+	case gpu != nil:
+		cell.Stats.Fault = gpu.stats(&cell, snap)
+	case apfLevel != "":
+		cell.Stats.Fault = apfStats(apfLevel, cell.Metrics)
+	}
+	if faultErr != nil {
+		cell.Error = "gpu fault: " + faultErr.Error()
+	}
+
 	if !refilled && cell.Error == "" {
 		r, _ := rec.PoolReady(PoolName)
 		env.Progress.Printf("    pool did not refill within %s (%d/%d Ready)", wl.RefillTimeout, r, wl.Pool)
@@ -199,8 +237,8 @@ func deltas(before, after scrapes) map[string]results.Scrape {
 	return out
 }
 
-// deleteNamespace deletes ns by exact name and waits, on a watch, until it is gone.
-func deleteNamespace(ctx context.Context, c *kube.Clients, ns string, timeout time.Duration) error {
+// DeleteNamespace deletes ns by exact name and waits, on a watch, until it is gone.
+func DeleteNamespace(ctx context.Context, c *kube.Clients, ns string, timeout time.Duration) error {
 	err := c.Typed.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/stats"
@@ -89,6 +91,11 @@ var metricDefs = []metricDef{
 		}
 		return c.Stats.ControllerLatencyMS.P99
 	}},
+	{key: "correctness.refill_creates_per_slot", unit: "ratio", rep: func(c *results.Cell) float64 { return ptr(c.Stats.Correctness.RefillCreatesPerSlot) }},
+	{key: "correctness.pod_creates_per_sandbox", unit: "ratio", rep: func(c *results.Cell) float64 { return ptr(c.Stats.Correctness.PodCreatesPerSandbox) }},
+	{key: "correctness.pool_excess_max", unit: "sandboxes", rep: func(c *results.Cell) float64 { return float64(c.Stats.Correctness.PoolExcessMax) }},
+	{key: "correctness.double_bound", unit: "sandboxes", rep: func(c *results.Cell) float64 { return float64(c.Stats.Correctness.DoubleBound) }},
+	{key: "correctness.orphans", unit: "sandboxes", rep: func(c *results.Cell) float64 { return float64(c.Stats.Correctness.Orphans) }},
 	{key: "cpu.kube-apiserver_s", unit: "s", rep: func(c *results.Cell) float64 { return cpu(c, "kube-apiserver") }},
 	{key: "efficiency.claims_per_apiserver_cpu_s", unit: "claims/cpu-s", rep: func(c *results.Cell) float64 {
 		return float64(c.Stats.Total) / cpu(c, "kube-apiserver")
@@ -151,11 +158,15 @@ func finite(xs []float64) []float64 {
 	return out
 }
 
-// Summarize aggregates cells by name over repetitions and compares each with the baseline cell.
-func Summarize(cells []results.Cell, baseline string, seed int64) []results.Summary {
+// Summarize aggregates cells by name over repetitions and compares each with the baseline cell;
+// summaries come in the order of names (cells with other names follow in order of appearance).
+func Summarize(cells []results.Cell, names []string, baseline string, seed int64) []results.Summary {
 	rng := rand.New(rand.NewPCG(uint64(seed), 2))
 	groups := map[string][]*results.Cell{}
-	var names []string
+	names = append([]string(nil), names...)
+	for _, n := range names {
+		groups[n] = nil
+	}
 	notApplicable := map[string]string{}
 	for i := range cells {
 		c := &cells[i]
@@ -171,8 +182,6 @@ func Summarize(cells []results.Cell, baseline string, seed int64) []results.Summ
 			groups[c.Name] = append(groups[c.Name], c)
 		}
 	}
-	order := map[string]int{"none": 0, "replenish-delay": 1, "max-refill-rate": 2, "both": 3}
-	sort.SliceStable(names, func(i, j int) bool { return order[names[i]] < order[names[j]] })
 	var out []results.Summary
 	for _, name := range names {
 		sum := results.Summary{Name: name, Reps: len(groups[name]), NotApplicable: notApplicable[name]}
@@ -330,4 +339,37 @@ func flattenAny(prefix string, v any, out map[string]string) {
 		return
 	}
 	out[prefix] = fmt.Sprint(v)
+}
+
+// SplitByVersion turns one run over a version axis into one run per version, with the
+// "@version" suffix dropped from cell names, so the versions can be compared cell by cell.
+func SplitByVersion(r *results.Results, versions []string) []*results.Results {
+	var out []*results.Results
+	for _, v := range versions {
+		cp := *r
+		cp.Cells = nil
+		var names []string
+		seen := map[string]bool{}
+		for _, c := range r.Cells {
+			if !strings.HasSuffix(c.Name, "@"+v) {
+				continue
+			}
+			c.Name = strings.TrimSuffix(c.Name, "@"+v)
+			c.ID = c.Name + "#" + strconv.Itoa(c.Rep)
+			cp.Cells = append(cp.Cells, c)
+			if !seen[c.Name] {
+				seen[c.Name] = true
+				names = append(names, c.Name)
+			}
+		}
+		cp.Versions = map[string]string{}
+		for k, val := range r.Versions {
+			cp.Versions[k] = val
+		}
+		cp.Versions["agent-sandbox"] = v
+		cp.Baseline = strings.TrimSuffix(r.Baseline, "@"+versions[0])
+		cp.Summary = Summarize(cp.Cells, names, cp.Baseline, r.Seed)
+		out = append(out, &cp)
+	}
+	return out
 }

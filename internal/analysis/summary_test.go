@@ -18,7 +18,7 @@ func TestSummarizeComparesWithBaseline(t *testing.T) {
 		return c
 	}
 	cells := []results.Cell{mk("none", 1, 100), mk("none", 2, 100), mk("both", 1, 400), mk("both", 2, 400)}
-	s := Summarize(cells, "none", 1)
+	s := Summarize(cells, []string{"none", "both"}, "none", 1)
 	if len(s) != 2 || s[0].Name != "none" || s[1].Name != "both" {
 		t.Fatalf("summary order %+v", s)
 	}

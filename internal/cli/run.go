@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,9 +15,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/gates"
 	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/lab"
 	"github.com/brakebench/brakebench/internal/labbuild"
 	"github.com/brakebench/brakebench/internal/progress"
 	"github.com/brakebench/brakebench/internal/provider"
@@ -74,7 +77,7 @@ func (a *app) prepare(name string, extra ...string) (*config.Resolved, suites.Su
 	if err != nil {
 		return nil, nil, nil, badInput(err)
 	}
-	plan, err := s.Plan(cfg)
+	plan, err := s.Plan(cfg, a.planContext(context.Background()))
 	if err != nil {
 		return nil, nil, nil, badInput(err)
 	}
@@ -99,7 +102,15 @@ func (a *app) planCmd() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "suite %s on cluster provider %q, seed %d, %d cells:\n", plan.Suite, cfg.Cluster.Provider, plan.Seed, len(plan.Cells))
 			for i, c := range plan.Cells {
-				fmt.Fprintf(a.stdout, "  %2d. %-22s controller flags: %s\n", i+1, c.ID, strings.Join(c.Flags, " "))
+				if c.NotApplicable != "" {
+					fmt.Fprintf(a.stdout, "  %2d. %-26s not applicable: %s\n", i+1, c.ID, c.NotApplicable)
+					continue
+				}
+				v := c.Version
+				if v == "" {
+					v = "pinned"
+				}
+				fmt.Fprintf(a.stdout, "  %2d. %-26s controller %s flags: %s\n", i+1, c.ID, v, strings.Join(c.Flags, " "))
 			}
 			fmt.Fprintln(a.stdout, "changes:")
 			for _, ch := range plan.Changes {
@@ -118,26 +129,58 @@ func newRunID() string {
 	return hex.EncodeToString(b)
 }
 
+// upgradeFlags select the pre-upgrade preset: the same suite at two controller versions.
+type upgradeFlags struct {
+	preset, from, to string
+}
+
+func (u upgradeFlags) sets() ([]string, error) {
+	switch u.preset {
+	case "":
+		if u.from != "" || u.to != "" {
+			return nil, badInput(fmt.Errorf("--from/--to go with --preset upgrade"))
+		}
+		return nil, nil
+	case "upgrade":
+		if u.from == "" || u.to == "" || u.from == u.to {
+			return nil, badInput(fmt.Errorf("--preset upgrade needs --from vA and --to vB (two different versions)"))
+		}
+		return []string{"controller.versions=" + u.from + "," + u.to}, nil
+	}
+	return nil, badInput(fmt.Errorf("unknown --preset %q (known: upgrade)", u.preset))
+}
+
 func (a *app) runCmd() *cobra.Command {
 	var gf gateFlags
+	var up upgradeFlags
 	cmd := &cobra.Command{
 		Use:   "run SUITE",
 		Short: "Run a suite's matrix and write results under --out",
 		Long:  "Runs SUITE on the selected cluster (the embedded lab by default: built and brought up if needed,\nand taken down again afterwards if this command brought it up). Every change is reverted on\nsuccess, error, Ctrl-C and SIGTERM.",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.run(cmd.Context(), args[0], gf)
+			return a.run(cmd.Context(), args[0], gf, up)
 		},
 	}
+	cmd.Flags().StringVar(&up.preset, "preset", "", "upgrade: run the suite at --from and --to and compare them")
+	cmd.Flags().StringVar(&up.from, "from", "", "with --preset upgrade: the version running today")
+	cmd.Flags().StringVar(&up.to, "to", "", "with --preset upgrade: the version to upgrade to")
 	cmd.Flags().StringVar(&gf.file, "gates", "", "gate file (default: the suite's configs/gates/<suite>.yaml)")
 	cmd.Flags().BoolVar(&gf.none, "no-gates", false, "evaluate no gates")
 	return cmd
 }
 
-func (a *app) run(ctx context.Context, name string, gf gateFlags) (err error) {
-	cfg, s, plan, err := a.prepare(name)
+func (a *app) run(ctx context.Context, name string, gf gateFlags, up upgradeFlags) (err error) {
+	presetSets, err := up.sets()
 	if err != nil {
 		return err
+	}
+	cfg, s, plan, err := a.prepare(name, presetSets...)
+	if err != nil {
+		return err
+	}
+	if up.preset == "upgrade" && strings.Join(cfg.Controller.Versions, ",") != up.from+","+up.to {
+		return badInput(fmt.Errorf("--preset upgrade sets controller.versions; do not set it as well"))
 	}
 	gs, err := gf.load(name, cfg.Matrix.Brakes)
 	if err != nil {
@@ -152,7 +195,44 @@ func (a *app) run(ctx context.Context, name string, gf gateFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	return a.finish(res, gs, runDir(cfg, res))
+	dir := runDir(cfg, res)
+	ferr := a.finish(res, gs, dir)
+	if up.preset == "upgrade" {
+		if cerr := a.upgradeView(res, up, dir); cerr != nil {
+			return errors.Join(ferr, cerr)
+		}
+	}
+	return ferr
+}
+
+// upgradeView compares the --to cells with the --from cells of one run (compare.html beside the report).
+func (a *app) upgradeView(res *results.Results, up upgradeFlags, dir string) error {
+	runs := analysis.SplitByVersion(res, []string{up.from, up.to})
+	c, err := reports.NewComparison([]string{filepath.Join(up.from, "results.json"), filepath.Join(up.to, "results.json")}, runs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "\nbefore you upgrade: %s (A) -> %s (B)\n", up.from, up.to)
+	c.Text(a.stdout)
+	page, err := c.HTML()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "compare.html")
+	if err := os.WriteFile(path, page, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "\ncompare: %s\n", path)
+	return nil
+}
+
+// journalDir is where runs journal their changes: <cache dir>/journal.
+func journalDir(cfg *config.Resolved) (string, error) {
+	cache, err := lab.CacheDir(cfg.Lab)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cache, "journal"), nil
 }
 
 func runDir(cfg *config.Resolved, res *results.Results) string {
@@ -192,13 +272,27 @@ func (a *app) closeCluster(ctx context.Context, cluster provider.Cluster, err er
 // execute runs one suite plan on a connected cluster; every revert registered during the run
 // runs before it returns, whatever happened.
 func (a *app) execute(ctx context.Context, cluster provider.Cluster, cfg *config.Resolved, s suites.Suite, plan *suites.Plan) (res *results.Results, err error) {
+	runID := newRunID()
+	jdir, err := journalDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	journal, err := faults.OpenJournal(jdir, runID, cluster.RESTConfig().Host)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
 	reverts := &faults.Stack{}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 		defer cancel()
-		if rerr := reverts.Run(cctx); rerr != nil {
-			err = &ExitError{Code: ExitCleanup, Err: errors.Join(err, rerr)}
+		rerr := reverts.Run(cctx)
+		_ = journal.Close()
+		if rerr != nil {
+			err = &ExitError{Code: ExitCleanup, Err: fmt.Errorf("%w; run `brakebench cleanup --run %s` (journal %s)", errors.Join(err, rerr), runID, journal.Path)}
+			return
 		}
+		// Everything was reverted: the journal has nothing left to replay.
+		_ = os.Remove(journal.Path)
 	}()
 	clients, err := kube.NewClients(cluster.RESTConfig())
 	if err != nil {
@@ -206,7 +300,7 @@ func (a *app) execute(ctx context.Context, cluster provider.Cluster, cfg *config
 	}
 	versions, _ := labbuild.LoadVersions()
 	env := &suites.Env{
-		Config: cfg, Cluster: cluster, Clients: clients, Progress: progress.New(a.stderr), Reverts: reverts, RunID: newRunID(),
+		Config: cfg, Cluster: cluster, Clients: clients, Progress: progress.New(a.stderr), Reverts: reverts, Journal: journal, RunID: runID,
 		Versions: map[string]string{"kubernetes": versions.Kubernetes, "etcd": versions.Etcd, "kwok": versions.Kwok, "agent-sandbox": versions.AgentSandbox},
 	}
 	if cfg.Controller.Version != "" {

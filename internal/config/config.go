@@ -17,7 +17,33 @@ type Config struct {
 	Loadgen    Loadgen    `mapstructure:"loadgen"`
 	Matrix     Matrix     `mapstructure:"matrix"`
 	Brakes     Brakes     `mapstructure:"brakes"`
+	Faults     Faults     `mapstructure:"faults"`
 	Out        string     `mapstructure:"out"`
+}
+
+// Faults configure the fault cells (matrix.faults).
+type Faults struct {
+	APF APFFault `mapstructure:"apf"`
+	GPU GPUFault `mapstructure:"gpu"`
+}
+
+// APFFault squeezes one identity into a tiny APF priority level.
+type APFFault struct {
+	Target      string `mapstructure:"target"` // controller | loadgen
+	Shares      int    `mapstructure:"shares"` // nominalConcurrencyShares
+	Queues      int    `mapstructure:"queues"`
+	QueueLength int    `mapstructure:"queueLength"`
+}
+
+// GPUFault simulates GPU failures on some GPU nodes during the burst.
+type GPUFault struct {
+	Nodes    int           `mapstructure:"nodes"`    // how many GPU nodes to fault
+	Kind     string        `mapstructure:"kind"`     // xid | ecc | nvlink | device-count
+	XID      int           `mapstructure:"xid"`      // with kind xid
+	Escalate string        `mapstructure:"escalate"` // none | taint | notready
+	ArmAfter time.Duration `mapstructure:"armAfter"` // after the burst starts
+	// Repair-safety invariants evaluated from what the cluster did.
+	MaxUnavailableFraction float64 `mapstructure:"maxUnavailableFraction"`
 }
 
 // Cluster selects the cluster provider.
@@ -58,8 +84,10 @@ type Nodes struct {
 
 // Controller is the agent-sandbox controller under test.
 type Controller struct {
-	Version string   `mapstructure:"version"` // default: the pin in configs/versions.yaml
-	Args    []string `mapstructure:"args"`    // extra flags for every cell (e.g. --api-connections=4)
+	Version string `mapstructure:"version"` // default: the pin in configs/versions.yaml
+	// Versions makes the controller version a matrix axis (e.g. v0.5.3,v0.5.5); empty = Version.
+	Versions []string `mapstructure:"versions"`
+	Args     []string `mapstructure:"args"` // extra flags for every cell (e.g. --api-connections=4)
 	// Namespace/Deployment locate the controller on kind/kubeconfig clusters.
 	Namespace  string `mapstructure:"namespace"`
 	Deployment string `mapstructure:"deployment"`
@@ -89,7 +117,12 @@ type Loadgen struct {
 
 // Matrix is what a suite varies.
 type Matrix struct {
-	Brakes      []string `mapstructure:"brakes"`
+	Brakes []string `mapstructure:"brakes"`
+	// ControllerArgs is an axis of extra controller flag sets, one per item, flags separated by
+	// spaces (e.g. "--sandbox-warm-pool-max-batch-size=50"); "" is the controller's defaults.
+	ControllerArgs []string `mapstructure:"controllerArgs"`
+	// Faults is an axis of fault cells: none, apf-throttle, gpu.
+	Faults      []string `mapstructure:"faults"`
 	Repetitions int      `mapstructure:"repetitions"`
 	Seed        int64    `mapstructure:"seed"` // cell order; 0 = pick one and record it
 }
@@ -112,15 +145,19 @@ func Default() Config {
 			APIServerArgs: []string{},
 			UpTimeout:     3 * time.Minute,
 		},
-		Controller: Controller{Args: []string{}, Namespace: "agent-sandbox-system", Deployment: "agent-sandbox-controller"},
+		Controller: Controller{Args: []string{}, Versions: []string{}, Namespace: "agent-sandbox-system", Deployment: "agent-sandbox-controller"},
 		Workload: Workload{
 			Pool: 10, Claims: 10, Mode: "burst", Rate: 10, Duration: 60 * time.Second, Steps: []float64{},
 			ClaimTimeout: 3 * time.Minute, RefillTimeout: 3 * time.Minute, FillTimeout: 5 * time.Minute,
 			Image: "registry.k8s.io/pause:3.10",
 		},
 		Loadgen: Loadgen{Connections: 4, Identity: "exempt"},
-		Matrix:  Matrix{Brakes: []string{"none"}, Repetitions: 1},
-		Brakes:  Brakes{ReplenishDelay: 20 * time.Second, MaxRefillRate: 10},
-		Out:     "out",
+		Matrix:  Matrix{Brakes: []string{"none"}, Repetitions: 1, ControllerArgs: []string{}, Faults: []string{"none"}},
+		Faults: Faults{
+			APF: APFFault{Target: "controller", Shares: 1, Queues: 1, QueueLength: 16},
+			GPU: GPUFault{Nodes: 1, Kind: "xid", XID: 79, Escalate: "taint", ArmAfter: time.Second, MaxUnavailableFraction: 0.2},
+		},
+		Brakes: Brakes{ReplenishDelay: 20 * time.Second, MaxRefillRate: 10},
+		Out:    "out",
 	}
 }

@@ -136,3 +136,22 @@ func TestSettingsRoundTrip(t *testing.T) {
 		t.Errorf("settings: %v", wl)
 	}
 }
+
+func TestAxes(t *testing.T) {
+	r, err := Loader{Sets: []string{"controller.versions=v0.5.3,v0.5.5", "matrix.controllerArgs=--sandbox-warm-pool-max-batch-size=50"}}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Controller.Versions) != 2 || r.Matrix.ControllerArgs[0] != "--sandbox-warm-pool-max-batch-size=50" {
+		t.Errorf("axes %v %v", r.Controller.Versions, r.Matrix.ControllerArgs)
+	}
+	for _, c := range []struct{ set, want string }{
+		{"controller.versions=v0.5.5,latest", `key "controller.versions": expected versions like v0.5.5, got "latest"`},
+		{"controller.versions=v0.5.5,v0.5.5", `version "v0.5.5" is listed twice`},
+		{"matrix.controllerArgs=workers=4", `key "matrix.controllerArgs": expected flags like --sandbox-warm-pool-max-batch-size=50, got "workers=4"`},
+	} {
+		if _, err := (Loader{Sets: []string{c.set}}).Load(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.set, err)
+		}
+	}
+}

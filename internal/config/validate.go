@@ -11,6 +11,9 @@ import (
 // BrakeCells are the brake settings a warm-pool suite knows.
 var BrakeCells = []string{"none", "replenish-delay", "max-refill-rate", "both"}
 
+// FaultCells are the fault settings a warm-pool suite knows.
+var FaultCells = []string{"none", "apf-throttle", "gpu"}
+
 var versionRe = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 
 func (r *Resolved) fail(key, format string, args ...any) error {
@@ -63,6 +66,17 @@ func (r *Resolved) validate() error {
 		{c.Brakes.ReplenishDelay < 0, "brakes.replenishDelay", "a duration of 0 or more", c.Brakes.ReplenishDelay},
 		{c.Brakes.MaxRefillRate < 0, "brakes.maxRefillRate", "0 or a positive rate in sandboxes/s", c.Brakes.MaxRefillRate},
 		{c.Out == "", "out", "an output directory", `""`},
+		{!oneOf(c.Faults.APF.Target, "controller", "loadgen"), "faults.apf.target", "controller or loadgen", c.Faults.APF.Target},
+		{c.Faults.APF.Shares < 0, "faults.apf.shares", "0 or more", c.Faults.APF.Shares},
+		{c.Faults.APF.Queues < 1, "faults.apf.queues", "at least 1", c.Faults.APF.Queues},
+		{c.Faults.APF.QueueLength < 1, "faults.apf.queueLength", "at least 1", c.Faults.APF.QueueLength},
+		{c.Faults.GPU.Nodes < 1, "faults.gpu.nodes", "at least 1", c.Faults.GPU.Nodes},
+		{!oneOf(c.Faults.GPU.Kind, "xid", "ecc", "nvlink", "device-count"), "faults.gpu.kind", "one of xid, ecc, nvlink, device-count", c.Faults.GPU.Kind},
+		{c.Faults.GPU.Kind == "xid" && c.Faults.GPU.XID < 1, "faults.gpu.xid", "an XID code like 79", c.Faults.GPU.XID},
+		{!oneOf(c.Faults.GPU.Escalate, "none", "taint", "notready"), "faults.gpu.escalate", "one of none, taint, notready", c.Faults.GPU.Escalate},
+		{c.Faults.GPU.ArmAfter < 0, "faults.gpu.armAfter", "a duration of 0 or more", c.Faults.GPU.ArmAfter},
+		{c.Faults.GPU.MaxUnavailableFraction < 0 || c.Faults.GPU.MaxUnavailableFraction > 1, "faults.gpu.maxUnavailableFraction", "a fraction between 0 and 1", c.Faults.GPU.MaxUnavailableFraction},
+		{len(c.Matrix.Faults) == 0, "matrix.faults", "a non-empty list of " + strings.Join(FaultCells, ", "), "[]"},
 	}
 	for _, ch := range checks {
 		if ch.bad {
@@ -72,6 +86,33 @@ func (r *Resolved) validate() error {
 	for _, q := range []struct{ key, val string }{{"lab.nodes.cpu", c.Lab.Nodes.CPU}, {"lab.nodes.memory", c.Lab.Nodes.Memory}} {
 		if _, err := resource.ParseQuantity(q.val); err != nil {
 			return r.fail(q.key, "expected a Kubernetes quantity like 64 or 256Gi, got %q", q.val)
+		}
+	}
+	seenF := map[string]bool{}
+	for _, f := range c.Matrix.Faults {
+		if !oneOf(f, FaultCells...) {
+			return r.fail("matrix.faults", "expected items from %s, got %q", strings.Join(FaultCells, ", "), f)
+		}
+		if seenF[f] {
+			return r.fail("matrix.faults", "cell %q is listed twice", f)
+		}
+		seenF[f] = true
+	}
+	seenV := map[string]bool{}
+	for _, v := range c.Controller.Versions {
+		if !versionRe.MatchString(v) {
+			return r.fail("controller.versions", "expected versions like v0.5.5, got %q", v)
+		}
+		if seenV[v] {
+			return r.fail("controller.versions", "version %q is listed twice", v)
+		}
+		seenV[v] = true
+	}
+	for _, set := range c.Matrix.ControllerArgs {
+		for _, f := range strings.Fields(set) {
+			if !strings.HasPrefix(f, "--") {
+				return r.fail("matrix.controllerArgs", "expected flags like --sandbox-warm-pool-max-batch-size=50, got %q", f)
+			}
 		}
 	}
 	for i, rate := range c.Workload.Steps {

@@ -45,6 +45,7 @@ type State struct {
 	Versions             map[string]string `json:"versions"`
 	Binaries             map[string]string `json:"binaries"`
 	Nodes                int               `json:"nodes"`
+	CRDVersion           string            `json:"crdVersion"` // agent-sandbox version whose CRDs are installed
 	Controller           *Controller       `json:"controller,omitempty"`
 	CreatedAt            time.Time         `json:"createdAt"`
 	UpSeconds            float64           `json:"upSeconds"`
@@ -234,6 +235,7 @@ func (l *Lab) Up(ctx context.Context, controllerArgs []string) (st *State, err e
 	if err = l.installAgentSandbox(ctx, clients, l.versions.AgentSandbox); err != nil {
 		return nil, err
 	}
+	s.CRDVersion = l.versions.AgentSandbox
 	if err = agentsandbox.ServiceAccountKubeconfig(ctx, clients, agentsandbox.ControllerNamespace, agentsandbox.ControllerServiceAcount, s.ControllerKubeconfig, 48*time.Hour); err != nil {
 		return nil, err
 	}
@@ -336,6 +338,21 @@ func (l *Lab) StartController(ctx context.Context, s *State, version string, ext
 			return nil, err
 		}
 		bin = r.Path("agent-sandbox-controller")
+	}
+	if version != s.CRDVersion {
+		// Each version runs against its own CRDs (from the same module).
+		rc, err := kubeRESTConfig(s.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		c, err := kubeClients(rc)
+		if err != nil {
+			return nil, err
+		}
+		if err := l.installAgentSandbox(ctx, c, version); err != nil {
+			return nil, fmt.Errorf("agent-sandbox %s CRDs: %w", version, err)
+		}
+		s.CRDVersion = version
 	}
 	mport, err := freePort()
 	if err != nil {

@@ -206,7 +206,7 @@ func (b *Builder) modDownload(ctx context.Context, mod string) (modInfo, error) 
 		err = jerr
 	}
 	if info.Error != "" {
-		return info, fmt.Errorf("module %s is not available from the Go module proxy: %s", mod, info.Error)
+		return info, fmt.Errorf("module %s is not available from the Go module proxy: %s", mod, strings.Join(strings.Fields(info.Error), " "))
 	}
 	if err != nil {
 		return info, fmt.Errorf("go mod download %s: %w", mod, err)

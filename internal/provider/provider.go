@@ -41,6 +41,9 @@ type Controller interface {
 	Current() (version string, flags []string)
 	// Stop stops the controller (lab) or scales it to zero (cluster); revert restores it.
 	Stop(ctx context.Context) (revert func(context.Context) error, err error)
+	// Restore sets exactly this version and flag list (what Current reported before a change);
+	// cleanup uses it to replay a journal after a crash.
+	Restore(ctx context.Context, version string, flags []string) error
 }
 
 // Cluster is a connected cluster.

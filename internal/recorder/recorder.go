@@ -6,6 +6,7 @@ package recorder
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +35,8 @@ type Sandbox struct {
 	Observed   time.Time // first informer event (harness clock)
 	FromPool   bool      // created by the warm-pool controller (refill or fill)
 	LaunchType string    // agents.x-k8s.io/launch-type as last seen
+	Owner      string    // current controller owner, "Kind/name" ("" = none)
+	Deleted    bool
 }
 
 // Pod is one pod's lifecycle timestamps (server clock).
@@ -43,6 +46,7 @@ type Pod struct {
 	Scheduled time.Time
 	Ready     time.Time
 	Node      string
+	Deleted   time.Time // harness clock
 }
 
 // PoolSample is one observed pool status.
@@ -60,16 +64,18 @@ type Recorder struct {
 	sandboxes map[string]*Sandbox
 	pods      map[string]*Pod
 	pools     map[string][]PoolSample
-	changed   chan struct{}
-	cancel    context.CancelFunc
-	done      chan struct{}
+	// maxPoolMembers is the most sandboxes a pool controlled at once (live, not deleted).
+	maxPoolMembers map[string]int
+	changed        chan struct{}
+	cancel         context.CancelFunc
+	done           chan struct{}
 }
 
 // Start runs informers on namespace ns and returns once they have synced.
 func Start(ctx context.Context, c *kube.Clients, ns string) (*Recorder, error) {
 	r := &Recorder{
 		claims: map[string]*Claim{}, sandboxes: map[string]*Sandbox{}, pods: map[string]*Pod{},
-		pools: map[string][]PoolSample{}, changed: make(chan struct{}, 1), done: make(chan struct{}),
+		pools: map[string][]PoolSample{}, maxPoolMembers: map[string]int{}, changed: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	ictx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
@@ -78,18 +84,28 @@ func Start(ctx context.Context, c *kube.Clients, ns string) (*Recorder, error) {
 	handlers := []struct {
 		inf cache.SharedIndexInformer
 		fn  func(obj any)
+		del func(obj any)
 	}{
-		{dyn.ForResource(agentsandbox.ClaimGVR).Informer(), r.onClaim},
-		{dyn.ForResource(agentsandbox.SandboxGVR).Informer(), r.onSandbox},
-		{dyn.ForResource(agentsandbox.PoolGVR).Informer(), r.onPool},
-		{typed.Core().V1().Pods().Informer(), r.onPod},
+		{dyn.ForResource(agentsandbox.ClaimGVR).Informer(), r.onClaim, nil},
+		{dyn.ForResource(agentsandbox.SandboxGVR).Informer(), r.onSandbox, r.onSandboxDelete},
+		{dyn.ForResource(agentsandbox.PoolGVR).Informer(), r.onPool, nil},
+		{typed.Core().V1().Pods().Informer(), r.onPod, r.onPodDelete},
 	}
 	var synced []cache.InformerSynced
 	for _, h := range handlers {
-		fn := h.fn
+		fn, del := h.fn, h.del
 		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    fn,
 			UpdateFunc: func(_, n any) { fn(n) },
+			DeleteFunc: func(obj any) {
+				if del == nil {
+					return
+				}
+				if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = t.Obj
+				}
+				del(obj)
+			},
 		}); err != nil {
 			cancel()
 			return nil, err
@@ -197,7 +213,45 @@ func (r *Recorder) onSandbox(obj any) {
 	if lt := u.GetLabels()[agentsandbox.LaunchTypeLabel]; lt != "" {
 		s.LaunchType = lt
 	}
+	s.Owner = ""
+	for _, o := range u.GetOwnerReferences() {
+		if o.Controller != nil && *o.Controller {
+			s.Owner = o.Kind + "/" + o.Name
+		}
+	}
+	if u.GetDeletionTimestamp() != nil {
+		s.Deleted = true
+	}
+	r.countPoolMembers()
 	r.notify()
+}
+
+func (r *Recorder) onSandboxDelete(obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := r.sandboxes[u.GetName()]; s != nil {
+		s.Deleted = true
+	}
+	r.notify()
+}
+
+// countPoolMembers updates the per-pool maximum of live members (caller holds mu).
+func (r *Recorder) countPoolMembers() {
+	live := map[string]int{}
+	for _, s := range r.sandboxes {
+		if !s.Deleted && strings.HasPrefix(s.Owner, "SandboxWarmPool/") {
+			live[strings.TrimPrefix(s.Owner, "SandboxWarmPool/")]++
+		}
+	}
+	for p, n := range live {
+		if n > r.maxPoolMembers[p] {
+			r.maxPoolMembers[p] = n
+		}
+	}
 }
 
 func (r *Recorder) onPod(obj any) {
@@ -231,6 +285,19 @@ func (r *Recorder) onPod(obj any) {
 	r.notify()
 }
 
+func (r *Recorder) onPodDelete(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rec := r.pods[p.Name]; rec != nil && rec.Deleted.IsZero() {
+		rec.Deleted = time.Now()
+	}
+	r.notify()
+}
+
 func (r *Recorder) onPool(obj any) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -254,17 +321,21 @@ func (r *Recorder) onPool(obj any) {
 
 // Snapshot is a consistent copy of everything observed.
 type Snapshot struct {
-	Claims    map[string]Claim
-	Sandboxes map[string]Sandbox
-	Pods      map[string]Pod
-	Pools     map[string][]PoolSample
+	MaxPoolMembers map[string]int
+	Claims         map[string]Claim
+	Sandboxes      map[string]Sandbox
+	Pods           map[string]Pod
+	Pools          map[string][]PoolSample
 }
 
 // Snapshot copies the observations.
 func (r *Recorder) Snapshot() Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := Snapshot{Claims: map[string]Claim{}, Sandboxes: map[string]Sandbox{}, Pods: map[string]Pod{}, Pools: map[string][]PoolSample{}}
+	s := Snapshot{Claims: map[string]Claim{}, Sandboxes: map[string]Sandbox{}, Pods: map[string]Pod{}, Pools: map[string][]PoolSample{}, MaxPoolMembers: map[string]int{}}
+	for k, v := range r.maxPoolMembers {
+		s.MaxPoolMembers[k] = v
+	}
 	for k, v := range r.claims {
 		s.Claims[k] = *v
 	}

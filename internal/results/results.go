@@ -46,6 +46,14 @@ type Cluster struct {
 	Context       string `json:"context,omitempty"`
 	ServerVersion string `json:"serverVersion"`
 	Nodes         int    `json:"nodes"`
+	// Distribution, instance types, regions/zones: detected from nodes and server version.
+	Distribution     string         `json:"distribution"`
+	InstanceTypes    map[string]int `json:"instanceTypes,omitempty"`
+	Regions          []string       `json:"regions,omitempty"`
+	Zones            []string       `json:"zones,omitempty"`
+	ControlPlaneTier string         `json:"controlPlaneTier"`
+	// RTTms: median round trip of GET /version from the harness (client-side latencies include it).
+	RTTms float64 `json:"rttMs"`
 }
 
 // Machine is the harness host.
@@ -81,6 +89,8 @@ type Cell struct {
 	Pool          []PoolSample      `json:"pool"`
 	Metrics       map[string]Scrape `json:"metrics"` // component -> before/after deltas
 	Stats         CellStats         `json:"stats"`
+	Fault         string            `json:"fault,omitempty"`
+	FaultLog      []FaultEvent      `json:"faultLog,omitempty"`
 	Error         string            `json:"error,omitempty"`
 	NotApplicable string            `json:"notApplicable,omitempty"`
 }
@@ -162,8 +172,53 @@ type CellStats struct {
 	ControllerLatencyMS *stats.Quantiles   `json:"controllerLatencyMs,omitempty"`
 	CPUSeconds          map[string]float64 `json:"cpuSeconds,omitempty"`
 	APFWaitP99Seconds   map[string]float64 `json:"apfWaitP99Seconds,omitempty"` // by priority level
+	Correctness         Correctness        `json:"correctness"`
+	Fault               *FaultStats        `json:"fault,omitempty"`
 	BrakeEngaged        *bool              `json:"brakeEngaged,omitempty"`
 	BrakeEvidence       string             `json:"brakeEvidence,omitempty"`
+}
+
+// FaultEvent is one entry of a cell's fault timeline (seconds from T0).
+type FaultEvent struct {
+	T      float64 `json:"t"`
+	Fault  string  `json:"fault"`
+	Event  string  `json:"event"` // armed | effective | reverted | error
+	Detail string  `json:"detail,omitempty"`
+}
+
+// FaultStats are what a fault did, measured.
+type FaultStats struct {
+	Nodes               []string    `json:"nodes,omitempty"`
+	TimeToUnavailableS  *float64    `json:"timeToUnavailableS,omitempty"` // fault -> node tainted/NotReady seen
+	SandboxesLost       int         `json:"sandboxesLost"`                // pool sandboxes whose pod was on a faulted node and went away
+	RefillCreate5sAfter float64     `json:"refillCreate5sAfter"`          // refill create ceiling from the fault on
+	UnavailableMaxFrac  float64     `json:"unavailableMaxFraction"`       // most GPU nodes unavailable at once / GPU nodes
+	NodesDeleted        int         `json:"nodesDeleted"`
+	Invariants          []Invariant `json:"invariants,omitempty"`
+	Condition           string      `json:"condition,omitempty"` // reason set on AcceleratedHardwareReady (or the Event's)
+	DCGMXID             *float64    `json:"dcgmXid,omitempty"`   // DCGM_FI_DEV_XID_ERRORS scraped from the exporter after arming
+	APFLevel            string      `json:"apfLevel,omitempty"`
+	APFWaitP99S         *float64    `json:"apfWaitP99S,omitempty"`
+	APFRejected         float64     `json:"apfRejected"`
+}
+
+// Invariant is a repair-safety rule evaluated from what the cluster did.
+type Invariant struct {
+	Name   string `json:"name"`
+	Held   bool   `json:"held"`
+	Detail string `json:"detail"`
+}
+
+// Correctness are the numbers that keep a faster but sloppier controller from looking better.
+type Correctness struct {
+	// RefillCreatesPerSlot: sandboxes the pool created after T0 per pool slot vacated by a warm
+	// adoption (1.0 is ideal; above it the controller over-created).
+	RefillCreatesPerSlot *float64 `json:"refillCreatesPerSlot"`
+	// PodCreatesPerSandbox: pods created after T0 per sandbox created after T0 (1.0 is ideal).
+	PodCreatesPerSandbox *float64 `json:"podCreatesPerSandbox"`
+	PoolExcessMax        int      `json:"poolExcessMax"` // most live pool members beyond spec.replicas
+	DoubleBound          int      `json:"doubleBound"`   // sandboxes bound to more than one claim
+	Orphans              int      `json:"orphans"`       // live sandboxes without a controller owner at the end
 }
 
 // LatencySet splits latency by launch type.

@@ -77,7 +77,15 @@ func (s Series) key() string {
 }
 
 // Parse reads the text exposition format and keeps the families in Kept.
-func Parse(r io.Reader) ([]Series, error) {
+func Parse(r io.Reader) ([]Series, error) { return parse(r, kept) }
+
+// ParseAll reads every family (tests and tools that inspect foreign exporters); errors give nil.
+func ParseAll(r io.Reader) []Series {
+	s, _ := parse(r, func(string) bool { return true })
+	return s
+}
+
+func parse(r io.Reader, keep func(string) bool) ([]Series, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(r)
 	if err != nil {
@@ -85,7 +93,7 @@ func Parse(r io.Reader) ([]Series, error) {
 	}
 	var out []Series
 	for name, f := range fams {
-		if !kept(name) {
+		if !keep(name) {
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -227,6 +235,19 @@ func matches(l, m map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// FetchAll reads every family of a plain-HTTP endpoint (a foreign exporter).
+func FetchAll(ctx context.Context, url string) ([]Series, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return parse(resp.Body, func(string) bool { return true })
 }
 
 // Target is an endpoint to scrape.

@@ -33,7 +33,8 @@ var (
 
 // labConfig is the test lab's configuration (BRAKEBENCH_* overrides apply, e.g. the cache dir).
 func labConfig(name, dir string) (*config.Resolved, error) {
-	return config.Loader{Env: os.Environ(), Sets: []string{"lab.name=" + name, "lab.stateDir=" + dir}}.Load()
+	// GPU capacity on every node lets the gpu-faults tests run on the same lab.
+	return config.Loader{Env: os.Environ(), Sets: []string{"lab.name=" + name, "lab.stateDir=" + dir, "lab.nodes.gpus=8"}}.Load()
 }
 
 func newLab(name, dir string) (*lab.Lab, error) {

@@ -120,6 +120,13 @@ func (g *guarded) Current() (string, []string) {
 	return v, a
 }
 
+func (g *guarded) Restore(ctx context.Context, version string, flags []string) error {
+	if err := g.allowed(); err != nil {
+		return err
+	}
+	return g.c.dep.Restore(ctx, version, flags)
+}
+
 func (g *guarded) Stop(ctx context.Context) (func(context.Context) error, error) {
 	if err := g.allowed(); err != nil {
 		return nil, err

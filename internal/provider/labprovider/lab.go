@@ -52,6 +52,23 @@ func (p *Provider) Connect(ctx context.Context) (provider.Cluster, error) {
 	return c, nil
 }
 
+// Attach connects to the lab only if it is already up (cleanup must not start a lab).
+func Attach(ctx context.Context, l *lab.Lab) (*Cluster, error) {
+	s, err := l.Load()
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Healthy(ctx, s); err != nil {
+		return nil, err
+	}
+	rc, err := kube.RESTConfig(s.Kubeconfig, "")
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS, rc.Burst = -1, 0
+	return &Cluster{lab: l, state: s, rc: rc}, nil
+}
+
 // Cluster is a connected lab.
 type Cluster struct {
 	lab     *lab.Lab
@@ -121,6 +138,14 @@ func (k *controller) Configure(ctx context.Context, version string, extra []stri
 	}
 	_, err := k.c.lab.StartController(ctx, k.c.state, version, args)
 	return revert, err
+}
+
+func (k *controller) Restore(ctx context.Context, version string, flags []string) error {
+	if version == "" {
+		return k.c.lab.StopController(k.c.state)
+	}
+	_, err := k.c.lab.StartController(ctx, k.c.state, version, flags)
+	return err
 }
 
 func (k *controller) Stop(ctx context.Context) (func(context.Context) error, error) {

@@ -74,6 +74,20 @@ func (d *Deployment) Configure(ctx context.Context, version string, extra []stri
 	return revert, d.apply(ctx, next)
 }
 
+// Restore sets exactly image tag version (when not "") and args.
+func (d *Deployment) Restore(ctx context.Context, version string, args []string) error {
+	dep, err := d.get(ctx)
+	if err != nil {
+		return err
+	}
+	s := snapshot(dep)
+	s.args = args
+	if version != "" {
+		s.image = withTag(s.image, version)
+	}
+	return d.apply(ctx, s)
+}
+
 // Stop scales the controller to zero.
 func (d *Deployment) Stop(ctx context.Context) (func(context.Context) error, error) {
 	dep, err := d.get(ctx)

@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/config"
+	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/provider"
+	"github.com/brakebench/brakebench/internal/provider/labprovider"
+	"github.com/brakebench/brakebench/suites"
+)
+
+// cleanupItem is one line of the cleanup report.
+type cleanupItem struct {
+	what, status, detail string
+}
+
+func (a *app) cleanupCmd() *cobra.Command {
+	var run string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "cleanup (--run ID | --all) [--cluster ...] [--context C]",
+		Short: "Remove everything brakebench labelled and restore everything a run changed (after a crash or SIGKILL)",
+		Long: "Finds objects labelled app.kubernetes.io/managed-by=brakebench with a run id (only those), deletes them by\n" +
+			"exact name, replays the runs' journals to restore changed objects (nodes, the controller's flags), and\n" +
+			"reports each item as done / already gone / failed. Exit 4 when anything could not be confirmed.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (run == "") == !all {
+				return badInput(errors.New("give exactly one of --run ID and --all"))
+			}
+			return a.cleanup(cmd.Context(), run)
+		},
+	}
+	cmd.Flags().StringVar(&run, "run", "", "clean up one run")
+	cmd.Flags().BoolVar(&all, "all", false, "clean up every run")
+	return cmd
+}
+
+var cleanupResources = []struct {
+	gvr        schema.GroupVersionResource
+	namespaced bool
+}{
+	{schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "flowschemas"}, false},
+	{schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "prioritylevelconfigurations"}, false},
+	{schema.GroupVersionResource{Version: "v1", Resource: "events"}, true},
+	{schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, false},
+}
+
+// attach connects to the configured cluster without creating one.
+func (a *app) attach(ctx context.Context, cfg *config.Resolved) (provider.Cluster, error) {
+	if cfg.Cluster.Provider == "lab" {
+		l, err := a.newLab(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return labprovider.Attach(ctx, l)
+	}
+	return a.connect(ctx, cfg)
+}
+
+func (a *app) cleanup(ctx context.Context, run string) error {
+	cfg, err := a.g.load("")
+	if err != nil {
+		return err
+	}
+	cluster, err := a.attach(ctx, cfg)
+	if err != nil {
+		return &ExitError{Code: ExitCleanup, Err: fmt.Errorf("cannot reach the cluster to clean up: %w", err)}
+	}
+	c, err := kube.NewClients(cluster.RESTConfig())
+	if err != nil {
+		return err
+	}
+	var items []cleanupItem
+	failed := 0
+	add := func(what, status, detail string) {
+		items = append(items, cleanupItem{what, status, detail})
+		if status == "failed" {
+			failed++
+		}
+	}
+	deleteOne := func(gvr schema.GroupVersionResource, ns, name string) {
+		what := gvr.Resource + " " + strings.TrimPrefix(ns+"/"+name, "/")
+		ri := c.Dynamic.Resource(gvr)
+		var err error
+		if ns != "" {
+			err = ri.Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		} else {
+			err = ri.Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			add(what, "already gone", "")
+		case err != nil:
+			add(what, "failed", kube.ShortErr(err))
+		case gvr.Resource == "namespaces":
+			// Confirm: a namespace is gone only once its contents are.
+			if werr := suites.DeleteNamespace(ctx, c, name, 5*time.Minute); werr != nil {
+				add(what, "failed", werr.Error())
+			} else {
+				add(what, "done", "deleted and confirmed gone")
+			}
+		default:
+			add(what, "done", "deleted")
+		}
+	}
+	sel := kube.ManagedByKey + "=" + kube.ManagedByValue + "," + kube.RunIDKey
+	if run != "" {
+		sel += "=" + run
+	}
+	for _, r := range cleanupResources {
+		list, err := c.Dynamic.Resource(r.gvr).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			add(r.gvr.Resource+" (list)", "failed", kube.ShortErr(err))
+			continue
+		}
+		for _, o := range list.Items {
+			deleteOne(r.gvr, o.GetNamespace(), o.GetName())
+		}
+	}
+	// Journals: created objects by exact name, then every pending change restored.
+	jdir, err := journalDir(cfg)
+	if err != nil {
+		return err
+	}
+	journals, err := faults.ReadJournals(jdir, run)
+	if err != nil && run != "" {
+		add("journal of run "+run, "already gone", err.Error())
+	}
+	host := cluster.RESTConfig().Host
+	for _, j := range journals {
+		if j.Server != host {
+			continue // another cluster's run
+		}
+		ok := true
+		for _, e := range j.Entries {
+			if e.Op != faults.OpCreated {
+				continue
+			}
+			gv, _ := schema.ParseGroupVersion(e.APIVersion)
+			before := failed
+			deleteOne(gv.WithResource(e.Resource), e.Namespace, e.Name)
+			ok = ok && failed == before
+		}
+		for _, e := range j.Pending() {
+			what := fmt.Sprintf("restore %s %s (run %s)", strings.ToLower(e.Kind), e.Name, j.Run)
+			var rerr error
+			switch e.Op {
+			case faults.OpController:
+				what = fmt.Sprintf("restore agent-sandbox controller flags (run %s)", j.Run)
+				var orig struct {
+					Version string   `json:"version"`
+					Flags   []string `json:"flags"`
+				}
+				if rerr = json.Unmarshal(e.Original, &orig); rerr == nil {
+					rerr = cluster.Controller().Restore(ctx, orig.Version, orig.Flags)
+				}
+			case faults.OpChanged:
+				if e.Kind != "Node" {
+					rerr = fmt.Errorf("no restorer for %s", e.Kind)
+					break
+				}
+				rerr = faults.RestoreNodeFromJournal(ctx, c.Typed, e)
+			}
+			if rerr != nil {
+				add(what, "failed", rerr.Error())
+				ok = false
+				continue
+			}
+			add(what, "done", "")
+		}
+		if ok {
+			if err := j.Remove(); err != nil {
+				add("journal "+j.Path, "failed", err.Error())
+			}
+		}
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	for _, it := range items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", it.status, it.what, it.detail)
+	}
+	_ = tw.Flush()
+	if len(items) == 0 {
+		fmt.Fprintln(a.stdout, "nothing to clean up")
+	}
+	if failed > 0 {
+		return &ExitError{Code: ExitCleanup, Err: fmt.Errorf("%d item(s) could not be cleaned up", failed)}
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/brakebench/brakebench/internal/labbuild"
+	"github.com/brakebench/brakebench/suites"
+)
+
+// planContext answers "does agent-sandbox at version know this flag" from the version's own
+// source in the Go module cache (downloaded on first use). A version the proxy does not serve is
+// an error here, before anything touches a cluster.
+func (a *app) planContext(ctx context.Context) suites.PlanContext {
+	versions, _ := labbuild.LoadVersions()
+	b := &labbuild.Builder{}
+	var mu sync.Mutex
+	sources := map[string]string{}
+	return suites.PlanContext{Supports: func(version, flag string) (bool, error) {
+		if version == "" {
+			version = versions.AgentSandbox
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		src, ok := sources[version]
+		if !ok {
+			dir, err := b.ModuleDir(ctx, "sigs.k8s.io/agent-sandbox", version)
+			if err != nil {
+				return false, fmt.Errorf("agent-sandbox %s cannot be had here: %w", version, err)
+			}
+			raw, err := os.ReadFile(filepath.Join(dir, "cmd", "agent-sandbox-controller", "main.go"))
+			if err != nil {
+				return false, fmt.Errorf("agent-sandbox %s: %w", version, err)
+			}
+			src = string(raw)
+			sources[version] = src
+		}
+		return strings.Contains(src, `"`+flag+`"`), nil
+	}}
+}

@@ -1,0 +1,49 @@
+package suites
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/brakebench/brakebench/internal/config"
+)
+
+func TestPlanAxes(t *testing.T) {
+	cfg, err := config.Loader{Sets: []string{"controller.versions=v0.5.3,v0.5.5", "matrix.brakes=none,max-refill-rate", "matrix.faults=none,gpu", "matrix.repetitions=2", "matrix.seed=11"}}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	supports := func(v, flag string) (bool, error) { return v != "v0.5.3", nil }
+	p, err := WarmpoolBurst().Plan(cfg, PlanContext{Supports: supports})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"none@v0.5.3", "none@v0.5.3/gpu", "max-refill-rate@v0.5.3", "max-refill-rate@v0.5.3/gpu",
+		"none@v0.5.5", "none@v0.5.5/gpu", "max-refill-rate@v0.5.5", "max-refill-rate@v0.5.5/gpu"}
+	if !reflect.DeepEqual(p.Names, want) || p.Baseline != "none@v0.5.3" || len(p.Cells) != 16 || p.Seed != 11 {
+		t.Fatalf("names %v baseline %s cells %d", p.Names, p.Baseline, len(p.Cells))
+	}
+	var na []string
+	for _, c := range p.Cells {
+		if c.NotApplicable != "" {
+			na = append(na, c.ID)
+		}
+		if c.Name == "max-refill-rate@v0.5.5/gpu" && (c.Fault != "gpu" || c.Version != "v0.5.5" || c.Brake.MaxRefillRate != 10) {
+			t.Errorf("cell %+v", c)
+		}
+	}
+	sort.Strings(na)
+	if fmt.Sprint(na) != "[max-refill-rate@v0.5.3#1 max-refill-rate@v0.5.3#2 max-refill-rate@v0.5.3/gpu#1 max-refill-rate@v0.5.3/gpu#2]" {
+		t.Errorf("not applicable: %v", na)
+	}
+	again, _ := WarmpoolBurst().Plan(cfg, PlanContext{Supports: supports})
+	for i := range p.Cells {
+		if p.Cells[i].ID != again.Cells[i].ID {
+			t.Fatal("the same seed must give the same order")
+		}
+	}
+	if _, err := WarmpoolBurst().Plan(cfg, PlanContext{Supports: func(string, string) (bool, error) { return false, fmt.Errorf("v0.5.4 refused") }}); err == nil {
+		t.Error("a version that cannot be had must fail the plan")
+	}
+}

@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/brakebench/brakebench/internal/cli"
+	"github.com/brakebench/brakebench/internal/results"
+)
+
+// TestUpgradePreset runs a reduced warmpool-burst at two versions the proxy serves (v0.5.3, which
+// has no refill brakes, and v0.5.5): one results file holds both, every cell has its over-creation
+// ratio, the brake cell of v0.5.3 is "not applicable", and the compare view is written.
+func TestUpgradePreset(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	root := cli.NewRoot(&stdout, &stderr)
+	root.SetArgs([]string{"run", "warmpool-burst", "--preset", "upgrade", "--from", "v0.5.3", "--to", "v0.5.5", "--out", out,
+		"--set", "lab.name=" + labName, "--set", "lab.stateDir=" + stateDir,
+		"--set", "workload.pool=30", "--set", "workload.claims=30", "--set", "matrix.repetitions=1",
+		"--set", "matrix.brakes=none,max-refill-rate", "--set", "brakes.maxRefillRate=3"})
+	err := root.ExecuteContext(context.Background())
+	t.Logf("%s\n%s", stderr.String(), stdout.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	matches, _ := filepath.Glob(filepath.Join(out, "warmpool-burst-*", "results.json"))
+	if len(matches) != 1 {
+		t.Fatalf("results: %v", matches)
+	}
+	r, err := results.Read(matches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]results.Cell{}
+	for _, c := range r.Cells {
+		byName[c.Name] = c
+	}
+	if len(byName) != 4 {
+		t.Fatalf("cells %v", byName)
+	}
+	na := byName["max-refill-rate@v0.5.3"]
+	if !strings.Contains(na.NotApplicable, "has no --sandbox-warm-pool-max-refill-rate") || len(na.Claims) != 0 {
+		t.Errorf("v0.5.3 brake cell: %+v", na.NotApplicable)
+	}
+	for _, name := range []string{"none@v0.5.3", "none@v0.5.5", "max-refill-rate@v0.5.5"} {
+		c := byName[name]
+		if c.Error != "" || c.NotApplicable != "" {
+			t.Fatalf("%s: %s %s", name, c.Error, c.NotApplicable)
+		}
+		if c.Controller.Version != strings.SplitN(name, "@", 2)[1] {
+			t.Errorf("%s ran controller %s", name, c.Controller.Version)
+		}
+		cr := c.Stats.Correctness
+		if cr.RefillCreatesPerSlot == nil || *cr.RefillCreatesPerSlot < 1 || cr.PodCreatesPerSandbox == nil {
+			t.Errorf("%s: over-creation ratios missing or below 1: %+v", name, cr)
+		}
+		if c.Stats.Failed != 0 || c.Stats.Total != 30 {
+			t.Errorf("%s: %d/%d failed", name, c.Stats.Failed, c.Stats.Total)
+		}
+	}
+	if r.Cluster.Distribution != "kwok-lab" || r.Cluster.RTTms <= 0 {
+		t.Errorf("provider metadata %+v", r.Cluster)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(matches[0]), "compare.html")); err != nil {
+		t.Errorf("compare view: %v", err)
+	}
+	if !strings.Contains(stdout.String(), "before you upgrade: v0.5.3 (A) -> v0.5.5 (B)") || !strings.Contains(stdout.String(), "correctness.refill_creates_per_slot") {
+		t.Errorf("compare view not printed")
+	}
+}
