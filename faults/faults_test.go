@@ -190,3 +190,33 @@ func TestDCGMExporterServesFaults(t *testing.T) {
 		t.Errorf("XID after clear %v", v)
 	}
 }
+
+type fakeRestarter struct{ args map[string][]string }
+
+func (f *fakeRestarter) ComponentArgs(name string) ([]string, error) { return f.args[name], nil }
+func (f *fakeRestarter) RestartComponent(_ context.Context, name string, args []string) error {
+	f.args[name] = args
+	return nil
+}
+
+func TestControlPlaneFlagsArmAndRevert(t *testing.T) {
+	r := &fakeRestarter{args: map[string][]string{"kube-scheduler": {"--kubeconfig=k", "--kube-api-qps=50"}}}
+	f := &ControlPlaneFlags{Restarter: r, Journal: journal(t), Component: "kube-scheduler", Flags: []string{"--kube-api-qps=200", "--kube-api-burst=400"}}
+	revert, err := f.Arm(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(r.args["kube-scheduler"], " "); got != "--kubeconfig=k --kube-api-qps=200 --kube-api-burst=400" {
+		t.Errorf("armed args %q", got)
+	}
+	if err := revert(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(r.args["kube-scheduler"], " "); got != "--kubeconfig=k --kube-api-qps=50" {
+		t.Errorf("reverted args %q", got)
+	}
+	js, _ := ReadJournals(strings.TrimSuffix(f.Journal.Path, "/run1.jsonl"), "run1")
+	if p := js[0].Pending(); len(p) != 0 {
+		t.Errorf("a reverted change is still pending: %+v", p)
+	}
+}

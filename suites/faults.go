@@ -3,11 +3,15 @@ package suites
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -75,6 +79,89 @@ func armAPF(ctx context.Context, env *Env, ns string, idx int, labels map[string
 	}
 	log.add("apf-throttle", "armed", fmt.Sprintf("priority level %s (%d shares, %d queue(s) of %d) for %s/%s", f.ObjectName, a.Shares, a.Queues, a.QueueLength, f.Namespace, f.ServiceAccount))
 	return f.ObjectName, nil
+}
+
+// insulationOverlay is agent-sandbox's opt-in APF overlay, inside its module (v0.5.4 and later).
+const insulationOverlay = "examples/apf-insulation/apf-insulation.yaml"
+
+// applyInsulation installs the controller version's APF insulation overlay for one cell. Objects
+// of the same names that brakebench did not create (an operator installed the overlay) are left
+// alone and the cell fails instead.
+func applyInsulation(ctx context.Context, env *Env, version string, labels map[string]string, log *faultLog, reverts *faults.Stack) error {
+	if env.Source == nil {
+		return fmt.Errorf("no source for the controller's manifests")
+	}
+	dir, err := env.Source(ctx, version)
+	if err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, insulationOverlay))
+	if err != nil {
+		return err
+	}
+	objs, err := kube.DecodeYAML(raw)
+	if err != nil {
+		return err
+	}
+	c := env.Clients
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return err
+		}
+		existing, err := c.Dynamic.Resource(m.Resource).Get(ctx, o.GetName(), metav1.GetOptions{})
+		if err == nil && existing.GetLabels()[kube.ManagedByKey] != kube.ManagedByValue {
+			return fmt.Errorf("%s %s already exists and is not brakebench's: the overlay is installed; not touching it", gvk.Kind, o.GetName())
+		}
+		if err := env.Journal.Record(faults.Entry{Op: faults.OpCreated, APIVersion: o.GetAPIVersion(), Kind: gvk.Kind, Resource: m.Resource.Resource, Name: o.GetName()}); err != nil {
+			return err
+		}
+		gvr, name := m.Resource, o.GetName()
+		reverts.Push("apf insulation "+name, func(ctx context.Context) error {
+			err := c.Dynamic.Resource(gvr).Delete(ctx, name, metav1.DeleteOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		})
+	}
+	if err := c.Apply(ctx, objs, labels); err != nil {
+		return err
+	}
+	log.add("apf-insulation", "armed", fmt.Sprintf("%d objects from agent-sandbox %s %s", len(objs), version, insulationOverlay))
+	return nil
+}
+
+// armControlPlane restarts the scheduler or the apiserver with the cell's limits (before the burst).
+func armControlPlane(ctx context.Context, env *Env, fault string, log *faultLog, reverts *faults.Stack) error {
+	r, ok := env.Cluster.(faults.Restarter)
+	if !ok {
+		return fmt.Errorf("%s needs a cluster whose control plane brakebench runs (the lab)", fault)
+	}
+	cp := env.Config.Faults.ControlPlane
+	f := &faults.ControlPlaneFlags{Restarter: r, Journal: env.Journal}
+	switch fault {
+	case "scheduler-qps":
+		f.Component, f.Flags = "kube-scheduler", []string{fmt.Sprintf("--kube-api-qps=%d", cp.SchedulerQPS), fmt.Sprintf("--kube-api-burst=%d", cp.SchedulerBurst)}
+	case "apiserver-inflight":
+		f.Component, f.Flags = "kube-apiserver", []string{fmt.Sprintf("--max-requests-inflight=%d", cp.MaxRequestsInflight), fmt.Sprintf("--max-mutating-requests-inflight=%d", cp.MaxMutatingRequestsInflight)}
+	}
+	revert, err := f.Arm(ctx)
+	reverts.Push(fault, func(ctx context.Context) error {
+		if revert == nil {
+			return nil
+		}
+		err := revert(ctx)
+		log.add(fault, "reverted", f.Component+" restarted with its original flags")
+		return err
+	})
+	if err != nil {
+		log.add(fault, "error", err.Error())
+		return err
+	}
+	log.add(fault, "armed", fmt.Sprintf("%s restarted with %v", f.Component, f.Flags))
+	return nil
 }
 
 // nodeWatch follows GPU nodes during a gpu cell: when each became unavailable, how many were

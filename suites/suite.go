@@ -37,6 +37,8 @@ type Env struct {
 	Reverts *faults.Stack
 	// Journal records every change before it is made (brakebench cleanup replays it after a crash).
 	Journal *faults.Journal
+	// Source returns the directory of the controller's module at version (overlays, manifests).
+	Source func(ctx context.Context, version string) (string, error)
 	// DCGM serves dcgm-exporter metrics for the GPU nodes while the run lasts (gpu cells).
 	DCGM  *faults.DCGMExporter
 	RunID string
@@ -50,6 +52,9 @@ type PlanContext struct {
 	// "sandbox-warm-pool-max-refill-rate"); an error means the version cannot be had.
 	// nil: every flag is assumed supported.
 	Supports func(version, flag string) (bool, error)
+	// Source returns the directory of the controller's module at version (its manifests and
+	// examples); nil: overlays are assumed present.
+	Source func(version string) (string, error)
 }
 
 // Plan is a resolved matrix.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -67,6 +68,7 @@ func brakeFlags(cell string, b config.Brakes) ([]string, results.Brake) {
 		flags = append(flags, "--sandbox-warm-pool-max-refill-rate="+strconv.FormatFloat(b.MaxRefillRate, 'f', -1, 64))
 		br.MaxRefillRate = b.MaxRefillRate
 	}
+	br.APFInsulation = cell == "apf-insulation"
 	return flags, br
 }
 
@@ -124,6 +126,18 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 				}
 			}
 		}
+		if br.APFInsulation && pc.Source != nil {
+			dir, err := pc.Source(v)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := os.Stat(filepath.Join(dir, insulationOverlay)); err != nil {
+				na = fmt.Sprintf("agent-sandbox %s has no %s", versionName(v), insulationOverlay)
+			}
+		}
+		if (fault == "scheduler-qps" || fault == "apiserver-inflight") && cfg.Cluster.Provider != "lab" {
+			na = fault + " restarts a control-plane component with other flags, which only the lab can do"
+		}
 		flags = append(flags, strings.Fields(set)...)
 		p.Names = append(p.Names, name)
 		if p.Baseline == "" && b == "none" && fault == "none" {
@@ -158,6 +172,12 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 		case "apf-throttle":
 			p.Changes = append(p.Changes, fmt.Sprintf("apf-throttle cells: a PriorityLevelConfiguration (%d shares, %d queue(s) of %d) and a FlowSchema matching the %s's ServiceAccount, created before the burst and deleted after the cell",
 				cfg.Faults.APF.Shares, cfg.Faults.APF.Queues, cfg.Faults.APF.QueueLength, cfg.Faults.APF.Target))
+		case "scheduler-qps":
+			p.Changes = append(p.Changes, fmt.Sprintf("scheduler-qps cells (lab): kube-scheduler restarted with --kube-api-qps=%d --kube-api-burst=%d before the burst, and with its original flags after the cell",
+				cfg.Faults.ControlPlane.SchedulerQPS, cfg.Faults.ControlPlane.SchedulerBurst))
+		case "apiserver-inflight":
+			p.Changes = append(p.Changes, fmt.Sprintf("apiserver-inflight cells (lab): kube-apiserver restarted with --max-requests-inflight=%d --max-mutating-requests-inflight=%d before the burst, and with its original flags after the cell",
+				cfg.Faults.ControlPlane.MaxRequestsInflight, cfg.Faults.ControlPlane.MaxMutatingRequestsInflight))
 		case "gpu":
 			p.Changes = append(p.Changes, fmt.Sprintf("gpu cells: %d GPU node(s) get AcceleratedHardwareReady=False (%s) %s after the burst starts, escalation %s; every node is restored exactly after the cell",
 				cfg.Faults.GPU.Nodes, cfg.Faults.GPU.Kind, cfg.Faults.GPU.ArmAfter, cfg.Faults.GPU.Escalate))

@@ -89,10 +89,26 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	}
 	cell.Fill = results.Fill{Replicas: wl.Pool, Seconds: time.Since(fillStart).Seconds()}
 
+	if pc.Brake.APFInsulation {
+		version := pc.Version
+		if version == "" {
+			version = env.Versions["agent-sandbox"]
+		}
+		if err := applyInsulation(ctx, env, version, labels, log, &cellReverts); err != nil {
+			cell.Error = "apf-insulation: " + err.Error()
+			return cell
+		}
+	}
 	apfLevel := ""
-	if pc.Fault == "apf-throttle" {
+	switch pc.Fault {
+	case "apf-throttle":
 		if apfLevel, err = armAPF(ctx, env, ns, idx, labels, log, &cellReverts); err != nil {
 			cell.Error = "arm apf-throttle: " + err.Error()
+			return cell
+		}
+	case "scheduler-qps", "apiserver-inflight":
+		if err := armControlPlane(ctx, env, pc.Fault, log, &cellReverts); err != nil {
+			cell.Error = "arm " + pc.Fault + ": " + err.Error()
 			return cell
 		}
 	}

@@ -169,11 +169,14 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 					rerr = cluster.Controller().Restore(ctx, orig.Version, orig.Flags)
 				}
 			case faults.OpChanged:
-				if e.Kind != "Node" {
+				switch e.Kind {
+				case "Node":
+					rerr = faults.RestoreNodeFromJournal(ctx, c.Typed, e)
+				case "LabComponent":
+					rerr = faults.RestoreComponentFromJournal(ctx, cluster, e)
+				default:
 					rerr = fmt.Errorf("no restorer for %s", e.Kind)
-					break
 				}
-				rerr = faults.RestoreNodeFromJournal(ctx, c.Typed, e)
 			}
 			if rerr != nil {
 				add(what, "failed", rerr.Error())

@@ -20,7 +20,17 @@ func (a *app) planContext(ctx context.Context) suites.PlanContext {
 	b := &labbuild.Builder{}
 	var mu sync.Mutex
 	sources := map[string]string{}
-	return suites.PlanContext{Supports: func(version, flag string) (bool, error) {
+	source := func(version string) (string, error) {
+		if version == "" {
+			version = versions.AgentSandbox
+		}
+		dir, err := b.ModuleDir(ctx, "sigs.k8s.io/agent-sandbox", version)
+		if err != nil {
+			return "", fmt.Errorf("agent-sandbox %s cannot be had here: %w", version, err)
+		}
+		return dir, nil
+	}
+	return suites.PlanContext{Source: source, Supports: func(version, flag string) (bool, error) {
 		if version == "" {
 			version = versions.AgentSandbox
 		}
@@ -28,9 +38,9 @@ func (a *app) planContext(ctx context.Context) suites.PlanContext {
 		defer mu.Unlock()
 		src, ok := sources[version]
 		if !ok {
-			dir, err := b.ModuleDir(ctx, "sigs.k8s.io/agent-sandbox", version)
+			dir, err := source(version)
 			if err != nil {
-				return false, fmt.Errorf("agent-sandbox %s cannot be had here: %w", version, err)
+				return false, err
 			}
 			raw, err := os.ReadFile(filepath.Join(dir, "cmd", "agent-sandbox-controller", "main.go"))
 			if err != nil {

@@ -306,6 +306,8 @@ func (a *app) execute(ctx context.Context, cluster provider.Cluster, cfg *config
 	if cfg.Controller.Version != "" {
 		env.Versions["agent-sandbox"] = cfg.Controller.Version
 	}
+	src := a.planContext(ctx).Source
+	env.Source = func(_ context.Context, version string) (string, error) { return src(version) }
 	env.Progress.Printf("run %s: suite %s, %d cells, seed %d", env.RunID, s.Name(), len(plan.Cells), plan.Seed)
 	return s.Run(ctx, env, plan)
 }

@@ -23,8 +23,18 @@ type Config struct {
 
 // Faults configure the fault cells (matrix.faults).
 type Faults struct {
-	APF APFFault `mapstructure:"apf"`
-	GPU GPUFault `mapstructure:"gpu"`
+	APF          APFFault          `mapstructure:"apf"`
+	GPU          GPUFault          `mapstructure:"gpu"`
+	ControlPlane ControlPlaneFault `mapstructure:"controlPlane"`
+}
+
+// ControlPlaneFault restarts a lab control-plane component with other limits for a cell
+// (scheduler-qps, apiserver-inflight cells).
+type ControlPlaneFault struct {
+	SchedulerQPS                int `mapstructure:"schedulerQPS"`
+	SchedulerBurst              int `mapstructure:"schedulerBurst"`
+	MaxRequestsInflight         int `mapstructure:"maxRequestsInflight"`
+	MaxMutatingRequestsInflight int `mapstructure:"maxMutatingRequestsInflight"`
 }
 
 // APFFault squeezes one identity into a tiny APF priority level.
@@ -154,8 +164,9 @@ func Default() Config {
 		Loadgen: Loadgen{Connections: 4, Identity: "exempt"},
 		Matrix:  Matrix{Brakes: []string{"none"}, Repetitions: 1, ControllerArgs: []string{}, Faults: []string{"none"}},
 		Faults: Faults{
-			APF: APFFault{Target: "controller", Shares: 1, Queues: 1, QueueLength: 16},
-			GPU: GPUFault{Nodes: 1, Kind: "xid", XID: 79, Escalate: "taint", ArmAfter: time.Second, MaxUnavailableFraction: 0.2},
+			APF:          APFFault{Target: "controller", Shares: 1, Queues: 1, QueueLength: 16},
+			GPU:          GPUFault{Nodes: 1, Kind: "xid", XID: 79, Escalate: "taint", ArmAfter: time.Second, MaxUnavailableFraction: 0.2},
+			ControlPlane: ControlPlaneFault{SchedulerQPS: 200, SchedulerBurst: 400, MaxRequestsInflight: 100, MaxMutatingRequestsInflight: 50},
 		},
 		Brakes: Brakes{ReplenishDelay: 20 * time.Second, MaxRefillRate: 10},
 		Out:    "out",

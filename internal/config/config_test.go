@@ -95,7 +95,7 @@ func TestErrors(t *testing.T) {
 		{"poisson needs a rate", Loader{Sets: []string{"workload.mode=poisson", "workload.rate=0"}}, `key "workload.rate": expected a positive rate`},
 		{"steps need steps", Loader{Sets: []string{"workload.mode=steps"}}, `key "workload.steps": expected a list of rates`},
 		{"bad step", Loader{Sets: []string{"workload.mode=steps", "workload.steps=5,-1"}}, `key "workload.steps": expected positive rates, item 1 is -1`},
-		{"unknown brake cell", Loader{Sets: []string{"matrix.brakes=none,turbo"}}, `key "matrix.brakes": expected items from none, replenish-delay, max-refill-rate, both, got "turbo"`},
+		{"unknown brake cell", Loader{Sets: []string{"matrix.brakes=none,turbo"}}, `key "matrix.brakes": expected items from none, replenish-delay, max-refill-rate, both, apf-insulation, got "turbo"`},
 		{"duplicate brake cell", Loader{Sets: []string{"matrix.brakes=none,none"}}, `cell "none" is listed twice`},
 		{"brake without value", Loader{Sets: []string{"matrix.brakes=max-refill-rate", "brakes.maxRefillRate=0"}}, `key "brakes.maxRefillRate": expected a positive rate because matrix.brakes has "max-refill-rate"`},
 		{"zero reps", Loader{Sets: []string{"matrix.repetitions=0"}}, `key "matrix.repetitions": expected at least 1, got 0`},

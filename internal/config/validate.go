@@ -9,10 +9,10 @@ import (
 )
 
 // BrakeCells are the brake settings a warm-pool suite knows.
-var BrakeCells = []string{"none", "replenish-delay", "max-refill-rate", "both"}
+var BrakeCells = []string{"none", "replenish-delay", "max-refill-rate", "both", "apf-insulation"}
 
 // FaultCells are the fault settings a warm-pool suite knows.
-var FaultCells = []string{"none", "apf-throttle", "gpu"}
+var FaultCells = []string{"none", "apf-throttle", "gpu", "scheduler-qps", "apiserver-inflight"}
 
 var versionRe = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 
@@ -76,6 +76,10 @@ func (r *Resolved) validate() error {
 		{!oneOf(c.Faults.GPU.Escalate, "none", "taint", "notready"), "faults.gpu.escalate", "one of none, taint, notready", c.Faults.GPU.Escalate},
 		{c.Faults.GPU.ArmAfter < 0, "faults.gpu.armAfter", "a duration of 0 or more", c.Faults.GPU.ArmAfter},
 		{c.Faults.GPU.MaxUnavailableFraction < 0 || c.Faults.GPU.MaxUnavailableFraction > 1, "faults.gpu.maxUnavailableFraction", "a fraction between 0 and 1", c.Faults.GPU.MaxUnavailableFraction},
+		{c.Faults.ControlPlane.SchedulerQPS < 1, "faults.controlPlane.schedulerQPS", "at least 1", c.Faults.ControlPlane.SchedulerQPS},
+		{c.Faults.ControlPlane.SchedulerBurst < 1, "faults.controlPlane.schedulerBurst", "at least 1", c.Faults.ControlPlane.SchedulerBurst},
+		{c.Faults.ControlPlane.MaxRequestsInflight < 1, "faults.controlPlane.maxRequestsInflight", "at least 1", c.Faults.ControlPlane.MaxRequestsInflight},
+		{c.Faults.ControlPlane.MaxMutatingRequestsInflight < 1, "faults.controlPlane.maxMutatingRequestsInflight", "at least 1", c.Faults.ControlPlane.MaxMutatingRequestsInflight},
 		{len(c.Matrix.Faults) == 0, "matrix.faults", "a non-empty list of " + strings.Join(FaultCells, ", "), "[]"},
 	}
 	for _, ch := range checks {

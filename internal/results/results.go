@@ -105,6 +105,9 @@ type Controller struct {
 type Brake struct {
 	ReplenishDelay string  `json:"replenishDelay,omitempty"`
 	MaxRefillRate  float64 `json:"maxRefillRate,omitempty"`
+	// APFInsulation: agent-sandbox's opt-in APF overlay (critical and bulk priority levels for the
+	// controller's traffic) is installed for the cell.
+	APFInsulation bool `json:"apfInsulation,omitempty"`
 }
 
 // Fill is the initial pool fill before the burst.

@@ -200,3 +200,40 @@ func TestSIGKILLThenCleanup(t *testing.T) {
 		t.Errorf("cleanup did not report restoring the controller")
 	}
 }
+
+// TestControlPlaneFlagsAndInsulationCells runs the kube-scheduler QPS experiment (50 vs 200) and
+// the APF insulation overlay as cells, and checks both are undone afterwards.
+func TestControlPlaneFlagsAndInsulationCells(t *testing.T) {
+	schedBefore, err := theLab.ComponentArgs("kube-scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runSuite(t, "warmpool-burst", "workload.pool=30", "workload.claims=30", "matrix.repetitions=1", "matrix.seed=5",
+		"matrix.brakes=none,apf-insulation", "matrix.faults=none,scheduler-qps")
+	if len(r.Cells) != 4 {
+		t.Fatalf("%d cells", len(r.Cells))
+	}
+	for _, c := range r.Cells {
+		if c.Error != "" || c.NotApplicable != "" {
+			t.Fatalf("%s: %s%s", c.ID, c.Error, c.NotApplicable)
+		}
+		events := map[string]bool{}
+		for _, e := range c.FaultLog {
+			events[e.Fault+":"+e.Event] = true
+		}
+		if c.Fault == "scheduler-qps" && (!events["scheduler-qps:armed"] || !events["scheduler-qps:reverted"]) {
+			t.Errorf("%s: timeline %+v", c.ID, c.FaultLog)
+		}
+		if c.Brake.APFInsulation && !events["apf-insulation:armed"] {
+			t.Errorf("%s: timeline %+v", c.ID, c.FaultLog)
+		}
+		t.Logf("%s: pod schedule ceiling %.1f/s (1 s), %.1f/s (5 s)", c.ID, c.Stats.Ceilings.PodSchedule1s, c.Stats.Ceilings.PodSchedule5s)
+	}
+	schedAfter, _ := theLab.ComponentArgs("kube-scheduler")
+	if strings.Join(schedAfter, " ") != strings.Join(schedBefore, " ") {
+		t.Errorf("kube-scheduler flags not restored:\nbefore %v\nafter  %v", schedBefore, schedAfter)
+	}
+	if _, err := clients(t).Typed.FlowcontrolV1().FlowSchemas().Get(context.Background(), "agent-sandbox-critical", metav1.GetOptions{}); err == nil {
+		t.Error("the insulation overlay was left installed")
+	}
+}

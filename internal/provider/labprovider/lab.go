@@ -89,6 +89,14 @@ func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.rc) }
 // State is the lab's saved state.
 func (c *Cluster) State() *lab.State { return c.state }
 
+// ComponentArgs implements faults.Restarter.
+func (c *Cluster) ComponentArgs(name string) ([]string, error) { return c.lab.ComponentArgs(name) }
+
+// RestartComponent implements faults.Restarter.
+func (c *Cluster) RestartComponent(ctx context.Context, name string, args []string) error {
+	return c.lab.RestartComponent(ctx, name, args)
+}
+
 // Controller implements provider.Cluster.
 func (c *Cluster) Controller() provider.Controller { return &controller{c: c} }
 

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/brakebench/brakebench/internal/flagset"
 )
 
 func TestCRDsAreWebhookFree(t *testing.T) {
@@ -50,8 +52,8 @@ func TestMergeFlagsAndTags(t *testing.T) {
 		{[]string{"--extensions"}, []string{"--api-connections=4"}, []string{"--extensions", "--api-connections=4"}},
 	}
 	for _, c := range cases {
-		if got := mergeFlags(c.base, c.extra); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("mergeFlags(%v, %v) = %v, want %v", c.base, c.extra, got, c.want)
+		if got := flagset.Merge(c.base, c.extra); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Merge(%v, %v) = %v, want %v", c.base, c.extra, got, c.want)
 		}
 	}
 	tags := []struct{ image, tag, retagged string }{

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/brakebench/brakebench/internal/flagset"
 )
 
 // Deployment drives the controller installed in a cluster (kind, kubeconfig): a cell's flags and
@@ -67,7 +69,7 @@ func (d *Deployment) Configure(ctx context.Context, version string, extra []stri
 	orig := snapshot(dep)
 	revert := func(ctx context.Context) error { return d.apply(ctx, orig) }
 	next := orig
-	next.args = mergeFlags(orig.args, extra)
+	next.args = flagset.Merge(orig.args, extra)
 	if version != "" {
 		next.image = withTag(orig.image, version)
 	}
@@ -132,22 +134,6 @@ func (d *Deployment) waitRollout(ctx context.Context, timeout time.Duration) err
 		st := dep.Status
 		return st.ObservedGeneration >= dep.Generation && st.UpdatedReplicas == want && st.AvailableReplicas == want && st.Replicas == want, nil
 	})
-}
-
-// mergeFlags appends extra to base, replacing any base flag extra sets again.
-func mergeFlags(base, extra []string) []string {
-	name := func(f string) string { n, _, _ := strings.Cut(f, "="); return n }
-	override := map[string]bool{}
-	for _, e := range extra {
-		override[name(e)] = true
-	}
-	var out []string
-	for _, b := range base {
-		if !override[name(b)] {
-			out = append(out, b)
-		}
-	}
-	return append(out, extra...)
 }
 
 func imageTag(image string) string {

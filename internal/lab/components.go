@@ -1,0 +1,130 @@
+package lab
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/brakebench/brakebench/internal/kube"
+)
+
+// component is one kwokctl-managed control-plane process as kwokctl recorded it.
+type component struct {
+	Binary  string
+	Args    []string
+	WorkDir string
+	Metric  string // /metrics URL ("" if none)
+}
+
+func (l *Lab) clusterDir() string { return filepath.Join(l.kwokDir(), "clusters", l.kwokName()) }
+
+func (l *Lab) component(name string) (component, error) {
+	raw, err := os.ReadFile(filepath.Join(l.clusterDir(), "kwok.yaml"))
+	if err != nil {
+		return component{}, err
+	}
+	docs, err := kube.DecodeYAML(raw)
+	if err != nil {
+		return component{}, err
+	}
+	for _, d := range docs {
+		comps, _, _ := unstructured.NestedSlice(d.Object, "components")
+		for _, c := range comps {
+			m, _ := c.(map[string]any)
+			if m["name"] != name {
+				continue
+			}
+			out := component{}
+			out.Binary, _ = m["binary"].(string)
+			out.WorkDir, _ = m["workDir"].(string)
+			args, _ := m["args"].([]any)
+			for _, a := range args {
+				if s, ok := a.(string); ok {
+					out.Args = append(out.Args, s)
+				}
+			}
+			if metric, ok := m["metric"].(map[string]any); ok && metric["host"] != nil {
+				scheme, _ := metric["scheme"].(string)
+				out.Metric = fmt.Sprintf("%s://%s%s", scheme, metric["host"], metric["path"])
+			}
+			return out, nil
+		}
+	}
+	return component{}, fmt.Errorf("kwokctl has no component %q in %s", name, l.clusterDir())
+}
+
+// ComponentArgs are the arguments a control-plane component runs with now: the ones brakebench
+// last gave it, or kwokctl's.
+func (l *Lab) ComponentArgs(name string) ([]string, error) {
+	if raw, err := os.ReadFile(filepath.Join(l.dir, "args", name)); err == nil {
+		return strings.Fields(string(raw)), nil
+	}
+	c, err := l.component(name)
+	return c.Args, err
+}
+
+// RestartComponent stops a kwokctl-managed component (kube-apiserver, kube-scheduler,
+// kube-controller-manager) and starts it again with args, recording its pid where kwokctl
+// keeps it so `lab down` still stops it; it returns once the component answers /healthz.
+func (l *Lab) RestartComponent(ctx context.Context, name string, args []string) error {
+	c, err := l.component(name)
+	if err != nil {
+		return err
+	}
+	pidFile := filepath.Join(l.clusterDir(), "pids", name+".pid")
+	if pid := readPID(pidFile); pid > 0 {
+		if err := stopPID(pid, "", 15*time.Second); err != nil {
+			return err
+		}
+	}
+	p, _, err := startProc(name, c.Binary, args, nil, filepath.Join(l.clusterDir(), "logs", name+".log"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(p.PID)), 0o644); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(l.dir, "args"), 0o755); err != nil {
+		return err
+	}
+	var b []byte
+	for _, a := range args {
+		b = append(append(b, a...), '\n')
+	}
+	if err := os.WriteFile(filepath.Join(l.dir, "args", name), b, 0o644); err != nil {
+		return err
+	}
+	health := c.Metric
+	if health == "" {
+		return nil
+	}
+	health = health[:len(health)-len("/metrics")] + "/healthz"
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback lab component, self-signed
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, health, nil)
+		if resp, err := hc.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if !alive(p.PID, "") {
+			return fmt.Errorf("%s exited after restart; see %s", name, filepath.Join(l.clusterDir(), "logs", name+".log"))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s not healthy 90 s after restart", name)
+}
