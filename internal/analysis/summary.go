@@ -145,6 +145,31 @@ func (d metricDef) value(s sample) float64 {
 	return stats.Median(s.perRep)
 }
 
+// metric summarizes a sample (value and bootstrap CI) and, given a baseline sample, its delta
+// (bootstrap CI of the difference, Mann-Whitney U over claims or repetitions).
+func (d metricDef) metric(s sample, base *sample, rng *rand.Rand) results.Metric {
+	m := results.Metric{Key: d.key, Unit: d.unit, Value: stats.Num(d.value(s))}
+	if d.pooled != nil {
+		m.CI = stats.Bootstrap(s.pooled, d.stat, bootstrapIters, confidence, rng)
+	} else {
+		m.CI = stats.Bootstrap(s.perRep, stats.Median, bootstrapIters, confidence, rng)
+	}
+	if base == nil {
+		return m
+	}
+	bv := d.value(*base)
+	delta := &results.Delta{Abs: stats.Num(float64(m.Value) - bv), Pct: stats.Num((float64(m.Value) - bv) / bv * 100)}
+	if d.pooled != nil {
+		delta.CI = stats.BootstrapDelta(base.pooled, s.pooled, d.stat, bootstrapIters, confidence, rng)
+		delta.Comparison = stats.Compare(finite(base.pooled), finite(s.pooled), alpha)
+	} else {
+		delta.CI = stats.BootstrapDelta(base.perRep, s.perRep, stats.Median, bootstrapIters, confidence, rng)
+		delta.Comparison = stats.Compare(base.perRep, s.perRep, alpha)
+	}
+	m.Delta = delta
+	return m
+}
+
 // finite replaces +Inf (failed claims) by a value above every finite one, so rank tests rank
 // them last instead of choking on them.
 func finite(xs []float64) []float64 {
@@ -194,29 +219,15 @@ func Summarize(cells []results.Cell, names []string, baseline string, seed int64
 			if len(s.perRep) == 0 {
 				continue
 			}
-			m := results.Metric{Key: d.key, Unit: d.unit, Value: stats.Num(d.value(s))}
+			var base *sample
+			if name != baseline && len(groups[baseline]) > 0 {
+				if bs := d.sample(groups[baseline]); len(bs.perRep) > 0 {
+					base = &bs
+				}
+			}
+			m := d.metric(s, base, rng)
 			for _, v := range s.perRep {
 				m.PerRep = append(m.PerRep, stats.Num(v))
-			}
-			if d.pooled != nil {
-				m.CI = stats.Bootstrap(s.pooled, d.stat, bootstrapIters, confidence, rng)
-			} else {
-				m.CI = stats.Bootstrap(s.perRep, stats.Median, bootstrapIters, confidence, rng)
-			}
-			if name != baseline && len(groups[baseline]) > 0 {
-				bs := d.sample(groups[baseline])
-				if len(bs.perRep) > 0 {
-					base := d.value(bs)
-					delta := &results.Delta{Abs: stats.Num(float64(m.Value) - base), Pct: stats.Num((float64(m.Value) - base) / base * 100)}
-					if d.pooled != nil {
-						delta.CI = stats.BootstrapDelta(bs.pooled, s.pooled, d.stat, bootstrapIters, confidence, rng)
-						delta.Comparison = stats.Compare(finite(bs.pooled), finite(s.pooled), alpha)
-					} else {
-						delta.CI = stats.BootstrapDelta(bs.perRep, s.perRep, stats.Median, bootstrapIters, confidence, rng)
-						delta.Comparison = stats.Compare(bs.perRep, s.perRep, alpha)
-					}
-					m.Delta = delta
-				}
 			}
 			sum.Metrics = append(sum.Metrics, m)
 		}
@@ -274,31 +285,15 @@ func CompareRuns(runs []*results.Results, seed int64) []RunComparison {
 			ma := MetricAcross{Key: d.key, Unit: d.unit}
 			for k, r := range runs {
 				s := d.sample(group(r, name))
-				m := results.Metric{Key: d.key, Unit: d.unit}
 				if len(s.perRep) == 0 {
-					m.Value = stats.Num(math.NaN())
-					ma.Runs = append(ma.Runs, m)
+					ma.Runs = append(ma.Runs, results.Metric{Key: d.key, Unit: d.unit, Value: stats.Num(math.NaN())})
 					continue
 				}
-				m.Value = stats.Num(d.value(s))
-				if d.pooled != nil {
-					m.CI = stats.Bootstrap(s.pooled, d.stat, bootstrapIters, confidence, rng)
-				} else {
-					m.CI = stats.Bootstrap(s.perRep, stats.Median, bootstrapIters, confidence, rng)
-				}
+				var base *sample
 				if k > 0 {
-					bv := d.value(bs)
-					delta := &results.Delta{Abs: stats.Num(float64(m.Value) - bv), Pct: stats.Num((float64(m.Value) - bv) / bv * 100)}
-					if d.pooled != nil {
-						delta.CI = stats.BootstrapDelta(bs.pooled, s.pooled, d.stat, bootstrapIters, confidence, rng)
-						delta.Comparison = stats.Compare(finite(bs.pooled), finite(s.pooled), alpha)
-					} else {
-						delta.CI = stats.BootstrapDelta(bs.perRep, s.perRep, stats.Median, bootstrapIters, confidence, rng)
-						delta.Comparison = stats.Compare(bs.perRep, s.perRep, alpha)
-					}
-					m.Delta = delta
+					base = &bs
 				}
-				ma.Runs = append(ma.Runs, m)
+				ma.Runs = append(ma.Runs, d.metric(s, base, rng))
 			}
 			rc.Metrics = append(rc.Metrics, ma)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -51,7 +52,7 @@ func (a *app) reproduce(ctx context.Context, quick bool, only []string) (err err
 	var firstCfg *config.Resolved
 	stamp := time.Now().Format("20060102-150405")
 	for _, name := range cat.ScenarioNames() {
-		if len(only) > 0 && !contains(only, name) {
+		if len(only) > 0 && !slices.Contains(only, name) {
 			continue
 		}
 		sc := cat.Scenarios[name]
@@ -132,13 +133,4 @@ func (a *app) reproduce(ctx context.Context, quick bool, only []string) (err err
 	}
 	fmt.Fprintf(a.stdout, "\nreproduce: %s\n", filepath.Join(dir, "reproduce.html"))
 	return nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

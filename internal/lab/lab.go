@@ -17,8 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/labbuild"
@@ -390,34 +388,12 @@ func (l *Lab) StartController(ctx context.Context, s *State, version string, ext
 
 // ComponentMetricsURL is the /metrics URL kwokctl recorded for a control-plane component
 // (kube-scheduler, kube-controller-manager), or "" when it has none.
-func (l *Lab) ComponentMetricsURL(component string) string {
-	raw, err := os.ReadFile(filepath.Join(l.kwokDir(), "clusters", l.kwokName(), "kwok.yaml"))
+func (l *Lab) ComponentMetricsURL(name string) string {
+	c, err := l.component(name)
 	if err != nil {
 		return ""
 	}
-	docs, err := kube.DecodeYAML(raw)
-	if err != nil {
-		return ""
-	}
-	for _, d := range docs {
-		comps, _, _ := unstructured.NestedSlice(d.Object, "components")
-		for _, c := range comps {
-			m, _ := c.(map[string]any)
-			if m["name"] != component {
-				continue
-			}
-			metric, _ := m["metric"].(map[string]any)
-			if metric == nil || metric["host"] == nil {
-				return ""
-			}
-			scheme, _ := metric["scheme"].(string)
-			if scheme == "" {
-				scheme = "http"
-			}
-			return fmt.Sprintf("%s://%s%s", scheme, metric["host"], metric["path"])
-		}
-	}
-	return ""
+	return c.Metric
 }
 
 // StopController stops the controller if it runs.
