@@ -69,13 +69,16 @@ type Plan struct {
 
 // PlannedCell is one repetition of one matrix cell.
 type PlannedCell struct {
-	ID      string        `json:"id"`
-	Name    string        `json:"name"`
-	Rep     int           `json:"rep"`
-	Version string        `json:"version,omitempty"` // controller version ("" = the pinned one)
-	Flags   []string      `json:"flags"`             // controller flags the cell adds
-	Brake   results.Brake `json:"brake"`
-	Fault   string        `json:"fault,omitempty"` // "" or none: no fault
+	ID      string   `json:"id"`
+	Name    string   `json:"name"`
+	Rep     int      `json:"rep"`
+	Version string   `json:"version,omitempty"` // controller version ("" = the pinned one)
+	Flags   []string `json:"flags"`             // controller flags the cell adds
+	// FillFlags are the flags the pool is filled with (Flags without the brakes, unless
+	// workload.fillWithBrakes); the controller restarts with Flags before the burst.
+	FillFlags []string      `json:"fillFlags"`
+	Brake     results.Brake `json:"brake"`
+	Fault     string        `json:"fault,omitempty"` // "" or none: no fault
 	// NotApplicable says why the cell cannot run (its version lacks a flag it needs).
 	NotApplicable string `json:"notApplicable,omitempty"`
 }

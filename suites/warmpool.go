@@ -138,13 +138,18 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 		if (fault == "scheduler-qps" || fault == "apiserver-inflight") && cfg.Cluster.Provider != "lab" {
 			na = fault + " restarts a control-plane component with other flags, which only the lab can do"
 		}
-		flags = append(flags, strings.Fields(set)...)
+		extra := strings.Fields(set)
+		fillFlags := extra
+		flags = append(flags, extra...)
+		if cfg.Workload.FillWithBrakes {
+			fillFlags = flags
+		}
 		p.Names = append(p.Names, name)
 		if p.Baseline == "" && b == "none" && fault == "none" {
 			p.Baseline = name
 		}
 		for rep := 1; rep <= cfg.Matrix.Repetitions; rep++ {
-			p.Cells = append(p.Cells, PlannedCell{ID: fmt.Sprintf("%s#%d", name, rep), Name: name, Rep: rep, Version: v, Flags: flags, Brake: br, Fault: fault, NotApplicable: na})
+			p.Cells = append(p.Cells, PlannedCell{ID: fmt.Sprintf("%s#%d", name, rep), Name: name, Rep: rep, Version: v, Flags: flags, FillFlags: fillFlags, Brake: br, Fault: fault, NotApplicable: na})
 		}
 	}
 	if p.Baseline == "" {
@@ -254,7 +259,7 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 				return nil, err
 			}
 		}
-		revert, err := ctrl.Configure(ctx, pc.Version, pc.Flags)
+		revert, err := ctrl.Configure(ctx, pc.Version, pc.FillFlags)
 		if !restored {
 			env.Reverts.Push("agent-sandbox controller flags", func(ctx context.Context) error {
 				if err := revert(ctx); err != nil {

@@ -3,6 +3,7 @@ package suites
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,6 +89,17 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		return cell
 	}
 	cell.Fill = results.Fill{Replicas: wl.Pool, Seconds: time.Since(fillStart).Seconds()}
+	if !sameFlags(pc.FillFlags, pc.Flags) {
+		// Full pool, now the cell's brakes: restart the controller and let it reconcile the pool.
+		if _, err := env.Cluster.Controller().Configure(ctx, pc.Version, pc.Flags); err != nil {
+			cell.Error = "apply the cell's controller flags: " + err.Error()
+			return cell
+		}
+		if err := waitReconciled(ctx, env, time.Minute); err != nil {
+			cell.Error = err.Error()
+			return cell
+		}
+	}
 
 	if pc.Brake.APFInsulation {
 		version := pc.Version
@@ -195,6 +207,38 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		cell.Error = "interrupted"
 	}
 	return cell
+}
+
+func sameFlags(a, b []string) bool {
+	return strings.Join(a, " ") == strings.Join(b, " ")
+}
+
+// waitReconciled waits until a (re)started local controller has reconciled a warm pool (its
+// caches are synced and its workers run), read from its own /metrics. Controllers brakebench
+// cannot scrape directly (in-cluster) were already waited for by their rollout.
+func waitReconciled(ctx context.Context, env *Env, timeout time.Duration) error {
+	url := ""
+	for _, t := range env.Cluster.MetricsTargets() {
+		if t.Component == "agent-sandbox-controller" && !t.ViaAPIServer {
+			url = t.URL
+		}
+	}
+	if url == "" {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if ss, err := scrape.FetchAll(ctx, url); err == nil &&
+			scrape.Sum(ss, "controller_runtime_reconcile_total", map[string]string{"controller": "sandboxwarmpool"}) > 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("restarted controller did not reconcile the warm pool within %s", timeout)
 }
 
 // BenchObjects are a cell's SandboxTemplate and SandboxWarmPool (PoolName) in ns.
