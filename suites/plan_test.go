@@ -47,3 +47,26 @@ func TestPlanAxes(t *testing.T) {
 		t.Error("a version that cannot be had must fail the plan")
 	}
 }
+
+// Every registered suite has a default config that loads and plans.
+func TestEverySuitePlans(t *testing.T) {
+	reg := Default()
+	if len(reg.Names()) < 4 {
+		t.Fatalf("suites %v", reg.Names())
+	}
+	for _, name := range reg.Names() {
+		cfg, err := config.Loader{Suite: name}.Load()
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		s, _ := reg.Get(name)
+		p, err := s.Plan(cfg, PlanContext{})
+		if err != nil || len(p.Cells) == 0 || p.Baseline == "" {
+			t.Errorf("%s: plan %+v %v", name, p, err)
+		}
+	}
+	if _, err := reg.Get("nope"); err == nil {
+		t.Error("unknown suite")
+	}
+}

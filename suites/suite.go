@@ -13,6 +13,7 @@ import (
 	"github.com/brakebench/brakebench/internal/progress"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/loadgen"
 )
 
 // Suite is one experiment.
@@ -42,6 +43,8 @@ type Env struct {
 	// DCGM serves dcgm-exporter metrics for the GPU nodes while the run lasts (gpu cells).
 	DCGM  *faults.DCGMExporter
 	RunID string
+	// APF is how API Priority and Fairness classified the load generator (set by the first cell).
+	APF *loadgen.APF
 	// Versions are the pinned component versions (for provenance).
 	Versions map[string]string
 }

@@ -286,6 +286,10 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 		env.Progress.Printf("    %s", oneLine(cell))
 	}
 	res.Summary = analysis.Summarize(res.Cells, plan.Names, res.Baseline, plan.Seed)
+	res.Loadgen = results.Loadgen{Identity: cfg.Loadgen.Identity, Connections: cfg.Loadgen.Connections, QPS: cfg.Loadgen.QPS}
+	if env.APF != nil {
+		res.Loadgen.FlowSchema, res.Loadgen.PriorityLevel = env.APF.FlowSchema, env.APF.PriorityLevel
+	}
 	res.EndedAt = time.Now().UTC()
 	return res, nil
 }

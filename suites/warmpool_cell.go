@@ -134,6 +134,19 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 			return cell
 		}
 	}
+	if env.APF == nil {
+		// Once per run: how APF classifies the generator (a dry-run create, read from the response
+		// headers, as agent-sandbox's own stress tool checks its calibration).
+		apf, err := loadgen.CheckAPF(ctx, genCfg, c.Typed, ns, PoolName)
+		if err != nil {
+			env.Progress.Printf("    could not classify the load generator in APF: %v", err)
+		} else {
+			env.APF = &apf
+			if cfg.Loadgen.Identity == "exempt" && !apf.Exempt() {
+				env.Progress.Printf("    warning: the load generator is not APF-exempt (flow schema %s, priority level %s)", apf.FlowSchema, apf.PriorityLevel)
+			}
+		}
+	}
 	gen, err := loadgen.NewGenerator(genCfg, cfg.Loadgen.Connections, cfg.Loadgen.QPS, cfg.Loadgen.Burst)
 	if err != nil {
 		cell.Error = err.Error()
