@@ -84,12 +84,13 @@ type Lab struct {
 
 // Nodes are the simulated (kwok) nodes.
 type Nodes struct {
-	Count  int               `mapstructure:"count"`
-	CPU    string            `mapstructure:"cpu"`
-	Memory string            `mapstructure:"memory"`
-	Pods   int               `mapstructure:"pods"`
-	GPUs   int               `mapstructure:"gpus"` // nvidia.com/gpu capacity per node
-	Labels map[string]string `mapstructure:"labels"`
+	Count  int    `mapstructure:"count"`
+	CPU    string `mapstructure:"cpu"`
+	Memory string `mapstructure:"memory"`
+	Pods   int    `mapstructure:"pods"`
+	GPUs   int    `mapstructure:"gpus"` // nvidia.com/gpu capacity per node
+	// Labels are "key=value" items (a list, since label keys contain dots).
+	Labels []string `mapstructure:"labels"`
 }
 
 // Controller is the agent-sandbox controller under test.
@@ -154,7 +155,7 @@ func Default() Config {
 		Cluster: Cluster{Provider: "lab", KindName: "brakebench", KindImage: "kindest/node:v1.37.0"},
 		Lab: Lab{
 			Name:          "brakebench",
-			Nodes:         Nodes{Count: 4, CPU: "64", Memory: "256Gi", Pods: 500, Labels: map[string]string{}},
+			Nodes:         Nodes{Count: 4, CPU: "64", Memory: "256Gi", Pods: 500, Labels: []string{}},
 			PodBootDelay:  300 * time.Millisecond,
 			PodBootJitter: 200 * time.Millisecond,
 			APIServerArgs: []string{},

@@ -51,7 +51,7 @@ func TestPrecedence(t *testing.T) {
 }
 
 func TestTypedValues(t *testing.T) {
-	r, err := Loader{Sets: []string{"workload.claimTimeout=90s", "matrix.brakes=none,both", "brakes.maxRefillRate=2.5", "lab.nodes.labels.zone=a"},
+	r, err := Loader{Sets: []string{"workload.claimTimeout=90s", "matrix.brakes=none,both", "brakes.maxRefillRate=2.5", "lab.nodes.labels=topology.kubernetes.io/zone=a"},
 		Env: []string{"BRAKEBENCH_LAB_PODBOOTDELAY=1s"}}.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestTypedValues(t *testing.T) {
 	if r.Workload.ClaimTimeout != 90*time.Second || r.Lab.PodBootDelay != time.Second || r.Brakes.MaxRefillRate != 2.5 {
 		t.Errorf("typed values not applied: %+v %+v %+v", r.Workload, r.Lab, r.Brakes)
 	}
-	if strings.Join(r.Matrix.Brakes, ",") != "none,both" || r.Lab.Nodes.Labels["zone"] != "a" {
+	if strings.Join(r.Matrix.Brakes, ",") != "none,both" || len(r.Lab.Nodes.Labels) != 1 || r.Lab.Nodes.Labels[0] != "topology.kubernetes.io/zone=a" {
 		t.Errorf("lists/maps: %v %v", r.Matrix.Brakes, r.Lab.Nodes.Labels)
 	}
 }
@@ -103,6 +103,7 @@ func TestErrors(t *testing.T) {
 		{"bad identity", Loader{Sets: []string{"loadgen.identity=root"}}, `key "loadgen.identity": expected exempt or serviceaccount, got root`},
 		{"zero connections", Loader{Sets: []string{"loadgen.connections=0"}}, `key "loadgen.connections": expected at least 1, got 0`},
 		{"bad version", Loader{Sets: []string{"controller.version=latest"}}, `key "controller.version": expected a version like v0.5.5, got latest`},
+		{"bad node label", Loader{Sets: []string{"lab.nodes.labels=gpu"}}, `key "lab.nodes.labels": expected key=value items, got "gpu"`},
 		{"bad lab name", Loader{Sets: []string{"lab.name=My_Lab"}}, `key "lab.name": expected a lower-case DNS label, got My_Lab`},
 		{"unknown suite", Loader{Suite: "nope"}, `no suite named "nope"`},
 	}

@@ -92,6 +92,12 @@ func (r *Resolved) validate() error {
 			return r.fail(q.key, "expected a Kubernetes quantity like 64 or 256Gi, got %q", q.val)
 		}
 	}
+	for _, l := range c.Lab.Nodes.Labels {
+		k, _, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return r.fail("lab.nodes.labels", "expected key=value items, got %q", l)
+		}
+	}
 	seenF := map[string]bool{}
 	for _, f := range c.Matrix.Faults {
 		if !oneOf(f, FaultCells...) {

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,7 +57,8 @@ func createNodes(ctx context.Context, c *kube.Clients, n config.Nodes, timeout t
 			"kubernetes.io/arch":     "amd64",
 			kube.ManagedByKey:        kube.ManagedByValue,
 		}
-		for k, v := range n.Labels {
+		for _, kv := range n.Labels {
+			k, v, _ := strings.Cut(kv, "=")
 			labels[k] = v
 		}
 		cidr := fmt.Sprintf("10.%d.0.0/16", 64+i%128)
