@@ -109,17 +109,10 @@ func KnownKeys() []string {
 	return keys
 }
 
-// lookup finds the leaf for a lower-cased key; keys inside a map leaf resolve to the map.
+// lookup finds the leaf for a lower-cased key.
 func lookup(s map[string]leaf, key string) (leaf, bool) {
-	if l, ok := s[key]; ok {
-		return l, true
-	}
-	for k, l := range s {
-		if l.typ.Kind() == reflect.Map && strings.HasPrefix(key, k+".") {
-			return l, true
-		}
-	}
-	return leaf{}, false
+	l, ok := s[key]
+	return l, ok
 }
 
 func unknownKey(source, key string, s map[string]leaf) error {
@@ -191,11 +184,8 @@ func (l Loader) Load() (*Resolved, error) {
 			if !ok {
 				return nil, unknownKey(f.name, k, s)
 			}
-			val := fv.Get(k)
-			if lf.typ.Kind() != reflect.Map {
-				if err := checkValue(lf.typ, val); err != nil {
-					return nil, &Error{Source: f.name, Key: lf.key, Msg: err.Error()}
-				}
+			if err := checkValue(lf.typ, fv.Get(k)); err != nil {
+				return nil, &Error{Source: f.name, Key: lf.key, Msg: err.Error()}
 			}
 			sources[k] = f.name
 		}
@@ -232,11 +222,6 @@ func (l Loader) Load() (*Resolved, error) {
 		lf, ok := lookup(s, strings.ToLower(key))
 		if !ok {
 			return nil, unknownKey("--set", key, s)
-		}
-		if lf.typ.Kind() == reflect.Map {
-			v.Set(strings.ToLower(key), val)
-			sources[strings.ToLower(key)] = "--set"
-			continue
 		}
 		if err := l.setString(v, lf, val, "--set", sources); err != nil {
 			return nil, err
@@ -377,11 +362,6 @@ func checkValue(t reflect.Type, val any) error {
 			}
 		}
 		return nil
-	case reflect.Map:
-		if _, ok := val.(map[string]any); ok {
-			return nil
-		}
-		return fmt.Errorf("expected a mapping of key: value, got %v", quoteIfString(val))
 	}
 	return nil
 }
