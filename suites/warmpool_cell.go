@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	toolswatch "k8s.io/client-go/tools/watch"
@@ -21,6 +22,7 @@ import (
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
+	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 	"github.com/brakebench/brakebench/loadgen"
 )
 
@@ -46,12 +48,22 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	var cellReverts faults.Stack
 	log := &faultLog{}
 	var t0 time.Time
+	cellStart := time.Now()
+	phase := func(name string, since time.Time) {
+		if cell.Phases == nil {
+			cell.Phases = map[string]float64{}
+		}
+		cell.Phases[name] = time.Since(since).Seconds()
+	}
 	cellReverts.Push("namespace "+ns, func(ctx context.Context) error { return DeleteNamespace(ctx, c, ns, 5*time.Minute) })
 	env.Reverts.Push("cell "+pc.ID, cellReverts.Run)
 	defer func() {
+		teardown := time.Now()
 		if err := cellReverts.Run(context.WithoutCancel(ctx)); err != nil && cell.Error == "" {
 			cell.Error = err.Error()
 		}
+		phase("teardown", teardown)
+		phase("total", cellStart)
 		if !t0.IsZero() {
 			cell.FaultLog = log.relative(t0)
 		}
@@ -89,6 +101,8 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		return cell
 	}
 	cell.Fill = results.Fill{Replicas: wl.Pool, Seconds: time.Since(fillStart).Seconds()}
+	phase("fill", fillStart)
+	restart := time.Now()
 	if !sameFlags(pc.FillFlags, pc.Flags) {
 		// Full pool, now the cell's brakes: restart the controller and let it reconcile the pool.
 		if _, err := env.Cluster.Controller().Configure(ctx, pc.Version, pc.Flags); err != nil {
@@ -111,6 +125,7 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 			return cell
 		}
 	}
+	phase("brakes", restart)
 	apfLevel := ""
 	switch pc.Fault {
 	case "apf-throttle":
@@ -190,10 +205,13 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	if gpu != nil {
 		faultErr = gpu.wait(ctx, time.Minute)
 	}
+	phase("claims", t0)
+	refillWait := time.Now()
 	refilled := rec.WaitFor(ctx, wl.RefillTimeout, func() bool {
 		r, n := rec.PoolReady(PoolName)
 		return r >= int64(wl.Pool) && n >= int64(wl.Pool)
 	})
+	phase("refill_wait", refillWait)
 	end := time.Now()
 	after := scrapeAll(ctx, env, targets)
 
@@ -310,8 +328,18 @@ func deltas(before, after scrapes) map[string]results.Scrape {
 	return out
 }
 
-// DeleteNamespace deletes ns by exact name and waits, on a watch, until it is gone.
+// DeleteNamespace deletes ns by exact name and waits, on a watch, until it is gone. The claims,
+// sandboxes and pods inside are deleted first with one DeleteCollection each: the namespace
+// controller would otherwise delete them one by one at kube-controller-manager's client QPS,
+// which on the lab took about a minute per cell.
 func DeleteNamespace(ctx context.Context, c *kube.Clients, ns string, timeout time.Duration) error {
+	now := int64(0)
+	for _, gvr := range []schema.GroupVersionResource{agentsandbox.ClaimGVR, agentsandbox.PoolGVR, agentsandbox.SandboxGVR, {Version: "v1", Resource: "pods"}} {
+		err := c.Dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &now}, metav1.ListOptions{})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err) {
+			return fmt.Errorf("delete %s in %s: %w", gvr.Resource, ns, err)
+		}
+	}
 	err := c.Typed.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -76,23 +76,26 @@ type Loadgen struct {
 
 // Cell is one repetition of one matrix cell.
 type Cell struct {
-	ID            string            `json:"id"` // name#rep
-	Name          string            `json:"name"`
-	Rep           int               `json:"rep"`
-	Namespace     string            `json:"namespace"`
-	Controller    Controller        `json:"controller"`
-	Brake         Brake             `json:"brake"`
-	T0            time.Time         `json:"t0"`
-	Fill          Fill              `json:"fill"`
-	Claims        []Claim           `json:"claims"`
-	Timeline      Timeline          `json:"timeline"`
-	Pool          []PoolSample      `json:"pool"`
-	Metrics       map[string]Scrape `json:"metrics"` // component -> before/after deltas
-	Stats         CellStats         `json:"stats"`
-	Fault         string            `json:"fault,omitempty"`
-	FaultLog      []FaultEvent      `json:"faultLog,omitempty"`
-	Error         string            `json:"error,omitempty"`
-	NotApplicable string            `json:"notApplicable,omitempty"`
+	ID         string            `json:"id"` // name#rep
+	Name       string            `json:"name"`
+	Rep        int               `json:"rep"`
+	Namespace  string            `json:"namespace"`
+	Controller Controller        `json:"controller"`
+	Brake      Brake             `json:"brake"`
+	T0         time.Time         `json:"t0"`
+	Fill       Fill              `json:"fill"`
+	Claims     []Claim           `json:"claims"`
+	Timeline   Timeline          `json:"timeline"`
+	Pool       []PoolSample      `json:"pool"`
+	Metrics    map[string]Scrape `json:"metrics"` // component -> before/after deltas
+	Stats      CellStats         `json:"stats"`
+	// Phases: wall seconds of fill, brakes (controller restart), claims (burst to all Ready),
+	// refill_wait, teardown and total: where a cell's time goes.
+	Phases        map[string]float64 `json:"phases,omitempty"`
+	Fault         string             `json:"fault,omitempty"`
+	FaultLog      []FaultEvent       `json:"faultLog,omitempty"`
+	Error         string             `json:"error,omitempty"`
+	NotApplicable string             `json:"notApplicable,omitempty"`
 }
 
 // Controller is the controller of a cell.
