@@ -84,8 +84,12 @@ func Build(r *results.Results, verdicts []gates.Verdict) (*Report, error) {
 		row := Row{Key: k, Unit: seen[k]}
 		for _, s := range r.Summary {
 			m, ok := r.Find(s.Name, k)
-			if !ok || s.NotApplicable != "" {
+			if s.NotApplicable != "" {
 				row.Values = append(row.Values, RowCell{NA: true})
+				continue
+			}
+			if !ok {
+				row.Values = append(row.Values, RowCell{Value: "-"})
 				continue
 			}
 			rc := RowCell{Value: FormatNum(float64(m.Value), m.Unit), CI: fmtCI(m)}

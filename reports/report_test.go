@@ -113,25 +113,21 @@ func TestReportInChromium(t *testing.T) {
 	if n := bytes.Count(dom, []byte("<table")); n < 4 {
 		t.Errorf("rendered page has %d tables", n)
 	}
-	// Every URL Chromium requested while loading the page must be the file itself.
-	raw, err := os.ReadFile(netlog)
-	if err != nil {
-		t.Fatalf("no net log: %v", err)
-	}
-	var nl struct {
-		Events []struct {
-			Params map[string]any `json:"params"`
-		} `json:"events"`
-	}
-	if err := json.Unmarshal(raw, &nl); err != nil {
-		// Chromium may leave the log's closing brackets off when it exits; the URLs are still there.
-		raw = append(bytes.TrimRight(raw, ",\n "), []byte("]}")...)
-		_ = json.Unmarshal(raw, &nl)
-	}
-	for _, ev := range nl.Events {
-		if u, ok := ev.Params["url"].(string); ok && !strings.HasPrefix(u, "file://") && !strings.HasPrefix(u, "data:") {
+	// Every request the page initiated must stay in the file (the browser's own background
+	// requests carry the initiator "not an origin" and are not the report's).
+	for _, u := range pageRequests(t, netlog) {
+		if !strings.HasPrefix(u, "file://") && !strings.HasPrefix(u, "data:") {
 			t.Errorf("the report made a request: %s", u)
 		}
+	}
+	// The check itself must be able to fail: a page with one external image is caught.
+	probe := filepath.Join(tmp, "probe.html")
+	_ = os.WriteFile(probe, []byte(`<html><body><img src="http://127.0.0.1:9/x.png"></body></html>`), 0o644)
+	probeLog := filepath.Join(tmp, "probe.json")
+	probeArgs := append(append([]string{}, base[:len(base)-1]...), "--log-net-log="+probeLog, "--dump-dom", "file://"+probe)
+	_, _ = exec.Command(bin, probeArgs...).Output()
+	if got := pageRequests(t, probeLog); !strings.Contains(strings.Join(got, " "), "127.0.0.1:9") {
+		t.Errorf("the net-log check missed a page request: %v", got)
 	}
 	shotDir := filepath.Join("..", "out", "ci-artifacts")
 	if err := os.MkdirAll(shotDir, 0o755); err != nil {
@@ -163,6 +159,36 @@ func TestJUnitOneCasePerGate(t *testing.T) {
 	if !strings.Contains(s.Cases[1].Failure.Text, "measured 2793ms, threshold 1000ms") {
 		t.Errorf("failure text %q", s.Cases[1].Failure.Text)
 	}
+}
+
+// pageRequests lists the URLs of requests a page initiated, from a Chromium net log.
+func pageRequests(t *testing.T, path string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no net log: %v", err)
+	}
+	var nl struct {
+		Events []struct {
+			Params map[string]any `json:"params"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal(raw, &nl); err != nil {
+		// Chromium may leave the log's closing brackets off when it exits; the events are still there.
+		raw = append(bytes.TrimRight(raw, ",\n "), []byte("]}")...)
+		if err := json.Unmarshal(raw, &nl); err != nil {
+			t.Fatalf("net log: %v", err)
+		}
+	}
+	var out []string
+	for _, ev := range nl.Events {
+		u, ok := ev.Params["url"].(string)
+		initiator, _ := ev.Params["initiator"].(string)
+		if ok && initiator != "" && initiator != "not an origin" {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // scaled returns a copy of r whose claim latencies are multiplied by f.
