@@ -6,7 +6,6 @@ package kubeconfigprovider
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -71,7 +70,6 @@ type Cluster struct {
 	dep     *agentsandbox.Deployment
 	created bool
 	closeFn func(context.Context) error
-	mu      sync.Mutex
 }
 
 // Info implements provider.Cluster.
