@@ -360,6 +360,28 @@ func (g *gpuCell) wait(ctx context.Context, timeout time.Duration) error {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	if g.env.Config.Faults.GPU.Escalate != "taint" {
+		return nil
+	}
+	// Taint eviction: wait until the pods on the faulted nodes are being deleted.
+	faulted := map[string]bool{}
+	for _, n := range nodes {
+		faulted[n] = true
+	}
+	left := func() int {
+		n := 0
+		for _, p := range g.rec.Snapshot().Pods {
+			if faulted[p.Node] && p.Deleted.IsZero() {
+				n++
+			}
+		}
+		return n
+	}
+	if g.rec.WaitFor(ctx, timeout, func() bool { return left() == 0 }) {
+		g.log.add("gpu", "effective", fmt.Sprintf("every pod on %v evicted", nodes))
+	} else {
+		g.log.add("gpu", "effective", fmt.Sprintf("%d pod(s) still on %v after %s", left(), nodes, timeout))
+	}
 	return nil
 }
 

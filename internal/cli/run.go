@@ -182,7 +182,7 @@ func (a *app) run(ctx context.Context, name string, gf gateFlags, up upgradeFlag
 	if up.preset == "upgrade" && strings.Join(cfg.Controller.Versions, ",") != up.from+","+up.to {
 		return badInput(fmt.Errorf("--preset upgrade sets controller.versions; do not set it as well"))
 	}
-	gs, err := gf.load(name, cfg.Matrix.Brakes)
+	gs, err := gf.load(name, plan.Names)
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ type Pod struct {
 	Scheduled time.Time
 	Ready     time.Time
 	Node      string
-	Deleted   time.Time // harness clock
+	Deleted   time.Time // deletion first seen, harness clock
 }
 
 // PoolSample is one observed pool status.
@@ -267,6 +267,9 @@ func (r *Recorder) onPod(obj any) {
 		r.pods[p.Name] = rec
 	}
 	rec.Node = p.Spec.NodeName
+	if p.DeletionTimestamp != nil && rec.Deleted.IsZero() {
+		rec.Deleted = time.Now() // being deleted (evicted) is what matters, not when kwok finishes
+	}
 	for _, c := range p.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue

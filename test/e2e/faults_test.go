@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -123,7 +124,7 @@ func TestGPUFaultOnOneOfFourNodes(t *testing.T) {
 		t.Errorf("DCGM_FI_DEV_XID_ERRORS for %s = %v, want 79", fs.Nodes[0], fs.DCGMXID)
 	}
 	if fs.TimeToUnavailableS == nil || fs.SandboxesLost == 0 {
-		t.Errorf("the tainted node should lose its warm sandboxes: time to unavailable %v, lost %d", fs.TimeToUnavailableS, fs.SandboxesLost)
+		t.Errorf("the tainted node should lose its warm sandboxes: time to unavailable %v, lost %d; timeline %+v", ptrStr(fs.TimeToUnavailableS), fs.SandboxesLost, c.FaultLog)
 	}
 	for _, inv := range fs.Invariants {
 		if !inv.Held {
@@ -236,4 +237,11 @@ func TestControlPlaneFlagsAndInsulationCells(t *testing.T) {
 	if _, err := clients(t).Typed.FlowcontrolV1().FlowSchemas().Get(context.Background(), "agent-sandbox-critical", metav1.GetOptions{}); err == nil {
 		t.Error("the insulation overlay was left installed")
 	}
+}
+
+func ptrStr(p *float64) string {
+	if p == nil {
+		return "nil"
+	}
+	return strconv.FormatFloat(*p, 'f', 3, 64)
 }
