@@ -241,8 +241,8 @@ func (w *nodeWatch) unavailableSince(node string) (time.Time, bool) {
 // by name: deterministic for a given cluster state.
 func pickGPUNodes(gpuNodes []string, snap recorder.Snapshot, n int) []string {
 	count := map[string]int{}
-	for name, p := range snap.Pods {
-		if sb, ok := snap.Sandboxes[name]; ok && sb.FromPool && p.Deleted.IsZero() {
+	for _, p := range snap.Pods {
+		if sb, ok := snap.Sandboxes[p.Name]; ok && sb.FromPool && p.Deleted.IsZero() {
 			count[p.Node]++
 		}
 	}
@@ -403,8 +403,8 @@ func (g *gpuCell) stats(c *results.Cell, snap recorder.Snapshot) *results.FaultS
 		v := first.Sub(armed).Seconds()
 		fs.TimeToUnavailableS = &v
 	}
-	for name, p := range snap.Pods {
-		if sb, ok := snap.Sandboxes[name]; ok && sb.FromPool && faulted[p.Node] && !p.Deleted.IsZero() && p.Deleted.After(armed) {
+	for _, p := range snap.Pods {
+		if sb, ok := snap.Sandboxes[p.Name]; ok && sb.FromPool && faulted[p.Node] && !p.Deleted.IsZero() && p.Deleted.After(armed) {
 			fs.SandboxesLost++
 		}
 	}

@@ -31,7 +31,7 @@ func handMadeCell(brake results.Brake) cellInput {
 	}
 	for i, ms := range []int{1100, 1200, 1300, 2100} {
 		in.snap.Sandboxes[fmt.Sprintf("r%d", i)] = recorder.Sandbox{Created: at(ms), Observed: at(ms + 10), FromPool: true, LaunchType: "warm", Owner: "SandboxWarmPool/p"}
-		in.snap.Pods[fmt.Sprintf("r%d", i)] = recorder.Pod{Created: at(ms), Observed: at(ms + 10), Scheduled: at(ms + 5), Ready: at(ms + 300)}
+		in.snap.Pods[fmt.Sprintf("uid-r%d", i)] = recorder.Pod{Name: fmt.Sprintf("r%d", i), Created: at(ms), Observed: at(ms + 10), Scheduled: at(ms + 5), Ready: at(ms + 300)}
 	}
 	in.snap.Sandboxes["orphan"] = recorder.Sandbox{Created: at(-20000), Observed: at(-19000)}
 	in.snap.Sandboxes["gone"] = recorder.Sandbox{Created: at(-20000), Observed: at(-19000), Deleted: true}

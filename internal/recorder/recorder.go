@@ -39,8 +39,10 @@ type Sandbox struct {
 	Deleted    bool
 }
 
-// Pod is one pod's lifecycle timestamps (server clock).
+// Pod is one pod's lifecycle timestamps (server clock). Pods are kept by UID: the sandbox
+// controller recreates an evicted sandbox's pod under the same name.
 type Pod struct {
+	Name      string
 	Observed  time.Time // first informer event (harness clock)
 	Created   time.Time
 	Scheduled time.Time
@@ -261,10 +263,10 @@ func (r *Recorder) onPod(obj any) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rec := r.pods[p.Name]
+	rec := r.pods[string(p.UID)]
 	if rec == nil {
-		rec = &Pod{Created: p.CreationTimestamp.Time, Observed: time.Now()}
-		r.pods[p.Name] = rec
+		rec = &Pod{Name: p.Name, Created: p.CreationTimestamp.Time, Observed: time.Now()}
+		r.pods[string(p.UID)] = rec
 	}
 	rec.Node = p.Spec.NodeName
 	if p.DeletionTimestamp != nil && rec.Deleted.IsZero() {
@@ -295,7 +297,7 @@ func (r *Recorder) onPodDelete(obj any) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if rec := r.pods[p.Name]; rec != nil && rec.Deleted.IsZero() {
+	if rec := r.pods[string(p.UID)]; rec != nil && rec.Deleted.IsZero() {
 		rec.Deleted = time.Now()
 	}
 	r.notify()
