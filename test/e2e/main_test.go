@@ -99,6 +99,7 @@ func clients(t testing.TB) *kube.Clients {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rc.QPS, rc.Burst = -1, 0 // like the harness: no client-side limiter (the loadgen benchmark's plain loop uses this)
 	c, err := kube.NewClients(rc)
 	if err != nil {
 		t.Fatal(err)
