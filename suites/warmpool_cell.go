@@ -168,6 +168,10 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		return cell
 	}
 	gen.Namespace, gen.Pool, gen.Prefix, gen.Labels = ns, PoolName, "claim-", labels
+	if err := gen.Warm(ctx); err != nil {
+		cell.Error = err.Error()
+		return cell
+	}
 	sent := env.Progress.Counter("claims sent "+pc.ID, len(sched))
 	gen.Progress = sent
 	ready := env.Progress.Counter("claims Ready "+pc.ID, len(sched))
