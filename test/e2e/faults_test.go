@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/brakebench/brakebench/faults"
-	"github.com/brakebench/brakebench/internal/cli"
 	"github.com/brakebench/brakebench/internal/kube"
 )
 
@@ -182,11 +181,7 @@ func TestSIGKILLThenCleanup(t *testing.T) {
 	if err != nil || st.Controller == nil || len(st.Controller.Extra) == 0 {
 		t.Fatalf("the killed run should have left the controller with its cell flags: %+v %v", st.Controller, err)
 	}
-	var stdout, stderr strings.Builder
-	root := cli.NewRoot(&stdout, &stderr)
-	root.SetArgs([]string{"cleanup", "--all", "--set", "lab.name=" + labName, "--set", "lab.stateDir=" + stateDir})
-	err = root.ExecuteContext(context.Background())
-	t.Logf("cleanup:\n%s%s", stdout.String(), stderr.String())
+	stdout, err := runCLI(t, "cleanup", "--all")
 	if err != nil {
 		t.Fatalf("cleanup: %v", err)
 	}
@@ -197,7 +192,7 @@ func TestSIGKILLThenCleanup(t *testing.T) {
 	if st.Controller == nil || len(st.Controller.Extra) != 0 {
 		t.Errorf("controller not restored to its original flags: %+v", st.Controller)
 	}
-	if !strings.Contains(stdout.String(), "restore agent-sandbox controller flags") {
+	if !strings.Contains(stdout, "restore agent-sandbox controller flags") {
 		t.Errorf("cleanup did not report restoring the controller")
 	}
 }

@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/brakebench/brakebench/internal/cli"
 	"github.com/brakebench/brakebench/internal/reproduce"
 )
 
@@ -17,11 +14,7 @@ import (
 // got an honest verdict from a real measurement (or an explicit reason it cannot be reproduced).
 func TestReproduceQuick(t *testing.T) {
 	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	root := cli.NewRoot(&stdout, &stderr)
-	root.SetArgs([]string{"reproduce", "--quick", "--out", out, "--set", "lab.name=" + labName, "--set", "lab.stateDir=" + stateDir})
-	err := root.ExecuteContext(context.Background())
-	t.Logf("%s\n%s", stderr.String(), stdout.String())
+	stdout, err := runCLI(t, "reproduce", "--quick", "--out", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +47,7 @@ func TestReproduceQuick(t *testing.T) {
 			t.Errorf("%s: verdict %q (%s)", r.ID, r.Verdict, r.Why)
 		}
 	}
-	if !strings.Contains(stdout.String(), "refill-create-ceiling") {
+	if !strings.Contains(stdout, "refill-create-ceiling") {
 		t.Errorf("table not printed")
 	}
 }

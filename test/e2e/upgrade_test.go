@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/brakebench/brakebench/internal/cli"
 	"github.com/brakebench/brakebench/internal/results"
 )
 
@@ -17,14 +14,9 @@ import (
 // ratio, the brake cell of v0.5.3 is "not applicable", and the compare view is written.
 func TestUpgradePreset(t *testing.T) {
 	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	root := cli.NewRoot(&stdout, &stderr)
-	root.SetArgs([]string{"run", "warmpool-burst", "--preset", "upgrade", "--from", "v0.5.3", "--to", "v0.5.5", "--out", out,
-		"--set", "lab.name=" + labName, "--set", "lab.stateDir=" + stateDir,
+	stdout, err := runCLI(t, "run", "warmpool-burst", "--preset", "upgrade", "--from", "v0.5.3", "--to", "v0.5.5", "--out", out,
 		"--set", "workload.pool=30", "--set", "workload.claims=30", "--set", "matrix.repetitions=1",
-		"--set", "matrix.brakes=none,max-refill-rate", "--set", "brakes.maxRefillRate=3"})
-	err := root.ExecuteContext(context.Background())
-	t.Logf("%s\n%s", stderr.String(), stdout.String())
+		"--set", "matrix.brakes=none,max-refill-rate", "--set", "brakes.maxRefillRate=3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +61,7 @@ func TestUpgradePreset(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(matches[0]), "compare.html")); err != nil {
 		t.Errorf("compare view: %v", err)
 	}
-	if !strings.Contains(stdout.String(), "before you upgrade: v0.5.3 (A) -> v0.5.5 (B)") || !strings.Contains(stdout.String(), "correctness.refill_creates_per_slot") {
+	if !strings.Contains(stdout, "before you upgrade: v0.5.3 (A) -> v0.5.5 (B)") || !strings.Contains(stdout, "correctness.refill_creates_per_slot") {
 		t.Errorf("compare view not printed")
 	}
 }

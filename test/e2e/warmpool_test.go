@@ -12,20 +12,28 @@ import (
 	"github.com/brakebench/brakebench/suites"
 )
 
-// runSuite runs the CLI in-process against the test lab and returns the results it wrote.
-func runSuite(t *testing.T, suite string, sets ...string) *results.Results {
+// runCLI runs brakebench in-process against the test lab (its output goes to the test log) and
+// returns what it printed on stdout.
+func runCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	out := t.TempDir()
-	args := []string{"run", suite, "--out", out, "--set", "lab.name=" + labName, "--set", "lab.stateDir=" + stateDir}
-	for _, s := range sets {
-		args = append(args, "--set", s)
-	}
+	args = append(args, "--set", "lab.name="+labName, "--set", "lab.stateDir="+stateDir)
 	var stdout, stderr bytes.Buffer
 	root := cli.NewRoot(&stdout, &stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
 	t.Logf("brakebench %v\n%s\n%s", args, stderr.String(), stdout.String())
-	if err != nil {
+	return stdout.String(), err
+}
+
+// runSuite runs a suite on the test lab and returns the results it wrote.
+func runSuite(t *testing.T, suite string, sets ...string) *results.Results {
+	t.Helper()
+	out := t.TempDir()
+	args := []string{"run", suite, "--out", out}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	if _, err := runCLI(t, args...); err != nil {
 		t.Fatalf("run %s: %v", suite, err)
 	}
 	matches, _ := filepath.Glob(filepath.Join(out, suite+"-*", "results.json"))
