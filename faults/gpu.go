@@ -73,12 +73,12 @@ func (f *GPUFault) Name() string { return "gpu-" + f.Kind }
 
 // nodeOriginal is what a GPU fault may change on a node, kept to restore it exactly.
 type nodeOriginal struct {
-	Taints        []corev1.Taint        `json:"taints"`
-	Condition     *corev1.NodeCondition `json:"condition"` // AcceleratedHardwareReady before the fault
-	Ready         *corev1.NodeCondition `json:"ready"`
-	GPUCapacity   *resource.Quantity    `json:"gpuCapacity"`
-	GPUAllocatble *resource.Quantity    `json:"gpuAllocatable"`
-	KwokManaged   string                `json:"kwokManaged"`
+	Taints         []corev1.Taint        `json:"taints"`
+	Condition      *corev1.NodeCondition `json:"condition"` // AcceleratedHardwareReady before the fault
+	Ready          *corev1.NodeCondition `json:"ready"`
+	GPUCapacity    *resource.Quantity    `json:"gpuCapacity"`
+	GPUAllocatable *resource.Quantity    `json:"gpuAllocatable"`
+	KwokManaged    string                `json:"kwokManaged"`
 }
 
 func originalOf(n *corev1.Node) nodeOriginal {
@@ -96,7 +96,7 @@ func originalOf(n *corev1.Node) nodeOriginal {
 		o.GPUCapacity = &q
 	}
 	if q, ok := n.Status.Allocatable[GPUResource]; ok {
-		o.GPUAllocatble = &q
+		o.GPUAllocatable = &q
 	}
 	return o
 }
@@ -259,8 +259,8 @@ func RestoreNode(ctx context.Context, c kubernetes.Interface, name string, o nod
 	if o.GPUCapacity != nil {
 		status["capacity"] = map[string]any{string(GPUResource): o.GPUCapacity.String()}
 	}
-	if o.GPUAllocatble != nil {
-		status["allocatable"] = map[string]any{string(GPUResource): o.GPUAllocatble.String()}
+	if o.GPUAllocatable != nil {
+		status["allocatable"] = map[string]any{string(GPUResource): o.GPUAllocatable.String()}
 	}
 	return patchStatus(ctx, c, name, map[string]any{"status": status})
 }

@@ -117,10 +117,7 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 			add(what, "done", "deleted")
 		}
 	}
-	sel := kube.ManagedByKey + "=" + kube.ManagedByValue + "," + kube.RunIDKey
-	if run != "" {
-		sel += "=" + run
-	}
+	sel := kube.RunSelector(run)
 	for _, r := range cleanupResources {
 		list, err := c.Dynamic.Resource(r.gvr).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {

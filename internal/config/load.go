@@ -99,16 +99,6 @@ func schema() map[string]leaf {
 	return out
 }
 
-// KnownKeys lists every configuration key (for help text and docs).
-func KnownKeys() []string {
-	var keys []string
-	for _, l := range schema() {
-		keys = append(keys, l.key)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // lookup finds the leaf for a lower-cased key.
 func lookup(s map[string]leaf, key string) (leaf, bool) {
 	l, ok := s[key]

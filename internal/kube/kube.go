@@ -10,11 +10,9 @@ import (
 	"io"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -117,24 +115,12 @@ func (c *Clients) Apply(ctx context.Context, objs []*unstructured.Unstructured, 
 	return nil
 }
 
-// Delete removes objects by exact name; already-gone objects are not an error.
-func (c *Clients) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) error {
-	var ri dynamic.ResourceInterface = c.Dynamic.Resource(gvr)
-	if namespace != "" {
-		ri = c.Dynamic.Resource(gvr).Namespace(namespace)
-	}
-	err := ri.Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %s %s/%s: %w", gvr.Resource, namespace, name, err)
-	}
-	return nil
-}
-
-// ManagedSelector selects what brakebench created (optionally one run).
-func ManagedSelector(runID string) string {
-	s := ManagedByKey + "=" + ManagedByValue
+// RunSelector selects what runs created: labelled managed-by=brakebench and carrying a run id
+// (runID "" = any run). The lab's own nodes, CRDs and RBAC carry no run id and never match.
+func RunSelector(runID string) string {
+	s := ManagedByKey + "=" + ManagedByValue + "," + RunIDKey
 	if runID != "" {
-		s += "," + RunIDKey + "=" + runID
+		s += "=" + runID
 	}
 	return s
 }

@@ -93,9 +93,6 @@ func CacheDir(cfg config.Lab) (string, error) {
 // Dir is the lab's state directory.
 func (l *Lab) Dir() string { return l.dir }
 
-// Builder exposes the component builder (other versions of the controller).
-func (l *Lab) Builder() *labbuild.Builder { return l.builder }
-
 // Build builds (or finds cached) every component the lab needs.
 func (l *Lab) Build(ctx context.Context) (map[string]labbuild.Result, error) {
 	return l.builder.BuildAll(ctx, labbuild.LabComponents(l.versions))
@@ -183,7 +180,7 @@ func (l *Lab) Up(ctx context.Context, controllerArgs []string) (st *State, err e
 	if err = os.MkdirAll(l.dir, 0o755); err != nil {
 		return nil, err
 	}
-	kube := bins["kubernetes"]
+	k8s := bins["kubernetes"]
 	s := &State{
 		Name: l.cfg.Name, Dir: l.dir, Kubeconfig: filepath.Join(l.dir, "kubeconfig"),
 		ControllerKubeconfig: filepath.Join(l.dir, "agent-sandbox-controller.kubeconfig"),
@@ -191,10 +188,10 @@ func (l *Lab) Up(ctx context.Context, controllerArgs []string) (st *State, err e
 			"kubernetes": l.versions.Kubernetes, "etcd": l.versions.Etcd, "kwok": l.versions.Kwok, "agent-sandbox": l.versions.AgentSandbox,
 		},
 		Binaries: map[string]string{
-			"kube-apiserver":           kube.Path("kube-apiserver"),
-			"kube-controller-manager":  kube.Path("kube-controller-manager"),
-			"kube-scheduler":           kube.Path("kube-scheduler"),
-			"kubectl":                  kube.Path("kubectl"),
+			"kube-apiserver":           k8s.Path("kube-apiserver"),
+			"kube-controller-manager":  k8s.Path("kube-controller-manager"),
+			"kube-scheduler":           k8s.Path("kube-scheduler"),
+			"kubectl":                  k8s.Path("kubectl"),
 			"etcd":                     bins["etcd"].Path("etcd"),
 			"kwok":                     bins["kwok"].Path("kwok"),
 			"kwokctl":                  bins["kwok"].Path("kwokctl"),

@@ -37,9 +37,6 @@ func New(w io.Writer) *Progress {
 // Discard returns a Progress that prints nothing (tests).
 func Discard() *Progress { return &Progress{out: io.Discard, interval: time.Hour} }
 
-// SetInterval changes how often plain-line mode reports (default 30 s).
-func (pr *Progress) SetInterval(d time.Duration) { pr.interval = d }
-
 // Printf writes a line above the bars (or plainly).
 func (pr *Progress) Printf(format string, args ...any) {
 	pr.mu.Lock()

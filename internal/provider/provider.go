@@ -19,8 +19,6 @@ type Info struct {
 	Context    string `json:"context,omitempty"`
 	Server     string `json:"server"`
 	Created    bool   `json:"created"` // brakebench created it for this command
-	// Restartable: the controller runs as a local process whose flags brakebench sets directly.
-	LocalController bool `json:"localController"`
 }
 
 // MetricsTarget is a /metrics endpoint to scrape before and after each cell.

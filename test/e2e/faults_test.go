@@ -19,7 +19,7 @@ import (
 func labelledLeft(t *testing.T) []string {
 	t.Helper()
 	c := clients(t)
-	sel := metav1.ListOptions{LabelSelector: kube.ManagedByKey + "=" + kube.ManagedByValue + "," + kube.RunIDKey}
+	sel := metav1.ListOptions{LabelSelector: kube.RunSelector("")}
 	var left []string
 	if l, err := c.Typed.FlowcontrolV1().FlowSchemas().List(context.Background(), sel); err == nil {
 		for _, o := range l.Items {

@@ -80,7 +80,7 @@ type Cluster struct {
 
 // Info implements provider.Cluster.
 func (c *Cluster) Info() provider.Info {
-	return provider.Info{Provider: "lab", Kubeconfig: c.state.Kubeconfig, Server: c.state.Server, Created: c.created, LocalController: true}
+	return provider.Info{Provider: "lab", Kubeconfig: c.state.Kubeconfig, Server: c.state.Server, Created: c.created}
 }
 
 // RESTConfig implements provider.Cluster.
