@@ -46,6 +46,11 @@ func TestPlanAxes(t *testing.T) {
 	if _, err := WarmpoolBurst().Plan(cfg, PlanContext{Supports: func(string, string) (bool, error) { return false, fmt.Errorf("v0.5.4 refused") }}); err == nil {
 		t.Error("a version that cannot be had must fail the plan")
 	}
+	// ... also when no cell needs a brake flag from it.
+	plain, _ := config.Loader{Sets: []string{"controller.version=v0.5.4", "matrix.brakes=none"}}.Load()
+	if _, err := WarmpoolBurst().Plan(plain, PlanContext{Source: func(string) (string, error) { return "", fmt.Errorf("v0.5.4 refused") }}); err == nil {
+		t.Error("a version that cannot be had must fail the plan even without brake cells")
+	}
 }
 
 // Every registered suite has a default config that loads and plans.

@@ -89,6 +89,15 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 	if len(argSets) == 0 {
 		argSets = []string{""}
 	}
+	// Every version must be obtainable before anything runs (a refused or corrupt module version
+	// is bad input, not a failure in the middle of a run).
+	if pc.Source != nil {
+		for _, v := range versions {
+			if _, err := pc.Source(v); err != nil {
+				return nil, err
+			}
+		}
+	}
 	type axis struct{ v, b, set, fault string }
 	var axes []axis
 	for _, v := range versions {
