@@ -28,6 +28,10 @@ type Report struct {
 	Charts   []Chart
 	Checks   []CrossCheck
 	Raw      string // results.json file name, linked from the raw-data section
+	// Claims is set when the run has warm-pool claim cells (their charts, cross-check, raw table).
+	Claims bool
+	// Gang holds the gang-quota arms side by side.
+	Gang []GangArm
 }
 
 // Row is one metric across cells.
@@ -108,6 +112,16 @@ func Build(r *results.Results, verdicts []gates.Verdict) (*Report, error) {
 			row.Values = append(row.Values, rc)
 		}
 		rep.Rows = append(rep.Rows, row)
+	}
+	var err error
+	if rep.Gang, err = gangArms(r); err != nil {
+		return nil, err
+	}
+	for _, c := range r.Cells {
+		rep.Claims = rep.Claims || (c.Gang == nil && c.NotApplicable == "")
+	}
+	if !rep.Claims {
+		return rep, nil
 	}
 	cdf, err := latencyCDF(r)
 	if err != nil {

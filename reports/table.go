@@ -19,6 +19,8 @@ var TableRows = []string{
 	"ceiling.refill_create_5s", "ceiling.pod_schedule_1s", "ceiling.pod_schedule_5s",
 	"pool.refill_start_s", "pool.refill_s",
 	"controller.claim_startup_p50_ms", "cpu.kube-apiserver_s",
+	"gang.resize_accepted", "gang.peak_gpus_running", "gang.quota_gpus", "gang.peak_reserved_gpus",
+	"gang.over_quota_gpus", "gang.peak_unreserved_gpus", "gang.unreserved_s", "gang.bypass_ratio", "gang.scale_replicas_accepted", "gang.admitted_s",
 }
 
 // FormatNum prints a number compactly ("timeout" for +Inf, "-" for no data).

@@ -102,7 +102,7 @@ func NewRegistry(ss ...Suite) *Registry {
 
 // Default is every suite brakebench ships.
 func Default() *Registry {
-	return NewRegistry(WarmpoolBurst(), WarmpoolSustained(), APFThrottle(), GPUFaults())
+	return NewRegistry(WarmpoolBurst(), WarmpoolSustained(), APFThrottle(), GPUFaults(), GangQuota())
 }
 
 // Get finds a suite by name.

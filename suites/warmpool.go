@@ -233,15 +233,7 @@ func schedule(wl config.Workload, rng *rand.Rand) loadgen.Schedule {
 // Run executes every planned cell in order and summarizes them.
 func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Results, error) {
 	cfg := env.Config
-	res := &results.Results{
-		Schema: results.SchemaVersion, Suite: w.name, RunID: env.RunID, StartedAt: time.Now().UTC(), Seed: plan.Seed,
-		Config: cfg.Settings(), Versions: env.Versions, Machine: machine(), Baseline: plan.Baseline,
-	}
-	info := env.Cluster.Info()
-	md := provider.Describe(ctx, env.Clients.Typed)
-	res.Cluster = results.Cluster{Provider: info.Provider, Server: info.Server, Context: info.Context,
-		ServerVersion: md.KubernetesVersion, Nodes: md.Nodes, Distribution: md.Distribution, InstanceTypes: md.InstanceTypes,
-		Regions: md.Regions, Zones: md.Zones, ControlPlaneTier: md.ControlPlaneTier, RTTms: md.RTTms}
+	res := newResults(ctx, env, plan, w.name)
 	if err := startDCGM(ctx, env, plan); err != nil {
 		return nil, err
 	}
@@ -301,6 +293,20 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 	}
 	res.EndedAt = time.Now().UTC()
 	return res, nil
+}
+
+// newResults starts a suite's results: provenance, cluster description and machine.
+func newResults(ctx context.Context, env *Env, plan *Plan, suite string) *results.Results {
+	res := &results.Results{
+		Schema: results.SchemaVersion, Suite: suite, RunID: env.RunID, StartedAt: time.Now().UTC(), Seed: plan.Seed,
+		Config: env.Config.Settings(), Versions: env.Versions, Machine: machine(), Baseline: plan.Baseline,
+	}
+	info := env.Cluster.Info()
+	md := provider.Describe(ctx, env.Clients.Typed)
+	res.Cluster = results.Cluster{Provider: info.Provider, Server: info.Server, Context: info.Context,
+		ServerVersion: md.KubernetesVersion, Nodes: md.Nodes, Distribution: md.Distribution, InstanceTypes: md.InstanceTypes,
+		Regions: md.Regions, Zones: md.Zones, ControlPlaneTier: md.ControlPlaneTier, RTTms: md.RTTms}
+	return res
 }
 
 // startDCGM serves dcgm-exporter metrics for the GPU nodes when the plan has gpu cells.

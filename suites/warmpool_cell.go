@@ -7,14 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	toolswatch "k8s.io/client-go/tools/watch"
 
 	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/kube"
@@ -22,7 +16,6 @@ import (
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
-	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 	"github.com/brakebench/brakebench/loadgen"
 )
 
@@ -310,7 +303,7 @@ type scrapeResult struct {
 func scrapeAll(ctx context.Context, env *Env, targets []provider.MetricsTarget) scrapes {
 	out := scrapes{}
 	for _, t := range targets {
-		s, err := scrape.Fetch(ctx, env.Clients.Config, scrape.Target{Component: t.Component, URL: t.URL, ViaAPIServer: t.ViaAPIServer, Insecure: t.Insecure})
+		s, err := scrape.Fetch(ctx, env.Clients.Config, scrape.Target{Component: t.Component, URL: t.URL, ViaAPIServer: t.ViaAPIServer, Insecure: t.Insecure, BearerToken: t.BearerToken})
 		out[t.Component] = scrapeResult{s, err}
 	}
 	return out
@@ -330,35 +323,4 @@ func deltas(before, after scrapes) map[string]results.Scrape {
 		}
 	}
 	return out
-}
-
-// DeleteNamespace deletes ns by exact name and waits, on a watch, until it is gone. The claims,
-// sandboxes and pods inside are deleted first with one DeleteCollection each: the namespace
-// controller would otherwise delete them one by one at kube-controller-manager's client QPS,
-// which on the lab took about a minute per cell.
-func DeleteNamespace(ctx context.Context, c *kube.Clients, ns string, timeout time.Duration) error {
-	now := int64(0)
-	for _, gvr := range []schema.GroupVersionResource{agentsandbox.ClaimGVR, agentsandbox.PoolGVR, agentsandbox.SandboxGVR, {Version: "v1", Resource: "pods"}} {
-		err := c.Dynamic.Resource(gvr).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &now}, metav1.ListOptions{})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err) {
-			return fmt.Errorf("delete %s in %s: %w", gvr.Resource, ns, err)
-		}
-	}
-	err := c.Typed.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("delete namespace %s: %w", ns, err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	lw := cache.NewListWatchFromClient(c.Typed.CoreV1().RESTClient(), "namespaces", "", fields.OneTermEqualSelector("metadata.name", ns))
-	_, err = toolswatch.UntilWithSync(wctx, lw, &corev1.Namespace{}, func(store cache.Store) (bool, error) {
-		return len(store.List()) == 0, nil
-	}, func(ev watch.Event) (bool, error) { return ev.Type == watch.Deleted, nil })
-	if err != nil {
-		return fmt.Errorf("namespace %s not gone after %s: %w", ns, timeout, err)
-	}
-	return nil
 }

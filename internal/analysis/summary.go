@@ -25,9 +25,12 @@ const (
 // (pooled); everything else is one value per repetition, summarized by its median.
 type metricDef struct {
 	key, unit string
-	rep       func(c *results.Cell) float64
-	pooled    func(c *results.Cell) []float64
-	stat      func([]float64) float64
+	// kind is the kind of cell the metric describes: "" warm-pool claim cells, "gang" gang-quota
+	// cells, "autoscale" pool-autoscaling cells.
+	kind   string
+	rep    func(c *results.Cell) float64
+	pooled func(c *results.Cell) []float64
+	stat   func([]float64) float64
 }
 
 func latencies(filter string) func(c *results.Cell) []float64 {
@@ -101,6 +104,49 @@ var metricDefs = []metricDef{
 		return float64(c.Stats.Total) / cpu(c, "kube-apiserver")
 	}},
 	{key: "cpu.agent-sandbox-controller_s", unit: "s", rep: func(c *results.Cell) float64 { return cpu(c, "agent-sandbox-controller") }},
+
+	{kind: "gang", key: "gang.quota_gpus", unit: "gpus", rep: func(c *results.Cell) float64 { return float64(c.Gang.QuotaGPUs) }},
+	{kind: "gang", key: "gang.admitted_s", unit: "s", rep: func(c *results.Cell) float64 { return ptr(c.Gang.AdmittedSeconds) }},
+	{kind: "gang", key: "gang.resize_accepted", unit: "bool", rep: func(c *results.Cell) float64 {
+		return gangStep(c, "resize", func(s results.GangStep) float64 { return b2f(s.Accepted) })
+	}},
+	{kind: "gang", key: "gang.scale_replicas_accepted", unit: "bool", rep: func(c *results.Cell) float64 {
+		return gangStep(c, "scale-replicas", func(s results.GangStep) float64 { return b2f(s.Accepted) })
+	}},
+	{kind: "gang", key: "gang.peak_gpus_running", unit: "gpus", rep: func(c *results.Cell) float64 { return float64(c.Gang.PeakGPUsRunning) }},
+	{kind: "gang", key: "gang.over_quota_gpus", unit: "gpus", rep: func(c *results.Cell) float64 { return float64(c.Gang.OverQuotaGPUs) }},
+	{kind: "gang", key: "gang.peak_reserved_gpus", unit: "gpus", rep: func(c *results.Cell) float64 { return float64(c.Gang.PeakReserved) }},
+	{kind: "gang", key: "gang.peak_unreserved_gpus", unit: "gpus", rep: func(c *results.Cell) float64 { return float64(c.Gang.PeakUnreservedGPUs) }},
+	{kind: "gang", key: "gang.unreserved_s", unit: "s", rep: func(c *results.Cell) float64 { return c.Gang.UnreservedSeconds }},
+	{kind: "gang", key: "gang.bypass_ratio", unit: "ratio", rep: func(c *results.Cell) float64 { return c.Gang.BypassRatio }},
+	{kind: "gang", key: "gang.resize_peak_pods_running", unit: "pods", rep: func(c *results.Cell) float64 {
+		return gangStep(c, "resize", func(s results.GangStep) float64 { return float64(s.PeakPodsRunning) })
+	}},
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// gangStep applies f to the named step of a gang cell (NaN when it did not run).
+func gangStep(c *results.Cell, name string, f func(results.GangStep) float64) float64 {
+	for _, s := range c.Gang.Steps {
+		if s.Name == name {
+			return f(s)
+		}
+	}
+	return math.NaN()
+}
+
+// cellKind is the kind of experiment a cell holds (see metricDef.kind).
+func cellKind(c *results.Cell) string {
+	if c.Gang != nil {
+		return "gang"
+	}
+	return ""
 }
 
 func cpu(c *results.Cell, comp string) float64 {
@@ -127,6 +173,9 @@ type sample struct {
 func (d metricDef) sample(cells []*results.Cell) sample {
 	var s sample
 	for _, c := range cells {
+		if cellKind(c) != d.kind {
+			continue
+		}
 		if d.pooled != nil {
 			p := d.pooled(c)
 			s.pooled = append(s.pooled, p...)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -102,7 +103,7 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 			err = ri.Delete(ctx, name, metav1.DeleteOptions{})
 		}
 		switch {
-		case apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 			add(what, "already gone", "")
 		case err != nil:
 			add(what, "failed", kube.ShortErr(err))
@@ -114,7 +115,48 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 				add(what, "done", "deleted and confirmed gone")
 			}
 		default:
-			add(what, "done", "deleted")
+			// Confirm too (a finalizer whose controller is gone would otherwise keep it).
+			if werr := suites.DeleteAndWait(ctx, c, gvr, ns, name, time.Minute); werr != nil {
+				add(what, "failed", werr.Error())
+			} else {
+				add(what, "done", "deleted and confirmed gone")
+			}
+		}
+	}
+	jdir, err := journalDir(cfg)
+	if err != nil {
+		return err
+	}
+	journals, err := faults.ReadJournals(jdir, run)
+	if err != nil && run != "" {
+		add("journal of run "+run, "already gone", err.Error())
+	}
+	host := cluster.RESTConfig().Host
+	// Kueue first: its webhooks (failurePolicy Fail) refuse every update of pods and queues while
+	// the process behind them is gone, so nothing else could be cleaned up while they stay.
+	kueueDone := map[string]bool{}
+	for _, j := range journals {
+		if j.Server != host {
+			continue
+		}
+		for _, e := range j.Pending() {
+			if e.Op != faults.OpChanged || e.Kind != "Kueue" {
+				continue
+			}
+			what := fmt.Sprintf("restore Kueue / stop the lab's Kueue and LWS (run %s)", j.Run)
+			kc, ok := cluster.(provider.KueueCluster)
+			var rerr error
+			if !ok {
+				rerr = fmt.Errorf("cluster provider %s cannot restore Kueue", cluster.Info().Provider)
+			} else {
+				rerr = kc.RestoreKueue(ctx, e.Original)
+			}
+			if rerr != nil {
+				add(what, "failed", rerr.Error())
+				continue
+			}
+			kueueDone[j.Run] = true
+			add(what, "done", "")
 		}
 	}
 	sel := kube.RunSelector(run)
@@ -129,15 +171,6 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 		}
 	}
 	// Journals: created objects by exact name, then every pending change restored.
-	jdir, err := journalDir(cfg)
-	if err != nil {
-		return err
-	}
-	journals, err := faults.ReadJournals(jdir, run)
-	if err != nil && run != "" {
-		add("journal of run "+run, "already gone", err.Error())
-	}
-	host := cluster.RESTConfig().Host
 	for _, j := range journals {
 		if j.Server != host {
 			continue // another cluster's run
@@ -171,6 +204,11 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 					rerr = faults.RestoreNodeFromJournal(ctx, c.Typed, e)
 				case "LabComponent":
 					rerr = faults.RestoreComponentFromJournal(ctx, cluster, e)
+				case "Kueue":
+					if !kueueDone[j.Run] {
+						ok = false // reported above
+					}
+					continue
 				default:
 					rerr = fmt.Errorf("no restorer for %s", e.Kind)
 				}

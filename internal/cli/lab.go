@@ -27,10 +27,11 @@ func (a *app) newLab(cfg *config.Resolved) (*lab.Lab, error) {
 
 func (a *app) labCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "lab", Short: "Build and run the embedded lab cluster (real control plane, kwok nodes, agent-sandbox)"}
+	var with []string
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build every lab component from the Go module proxy into the versioned cache",
-		Long:  "Builds kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, etcd, kwok, kwokctl and\nagent-sandbox-controller at the versions pinned in configs/versions.yaml. A cold build takes about\n20 minutes on 2 cores (Kubernetes ~13 of them); a cached one takes seconds.",
+		Long:  "Builds kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, etcd, kwok, kwokctl and\nagent-sandbox-controller at the versions pinned in configs/versions.yaml. A cold build takes about\n20 minutes on 2 cores (Kubernetes ~13 of them); a cached one takes seconds. --with adds the optional\ncomponents the gang-quota (kueue, lws) and pool-autoscaling (keda) suites need.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.g.load("")
@@ -45,6 +46,15 @@ func (a *app) labCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if len(with) > 0 {
+				extra, err := l.BuildAddons(cmd.Context(), with)
+				if err != nil {
+					return err
+				}
+				for n, r := range extra {
+					res[n] = r
+				}
+			}
 			names := make([]string, 0, len(res))
 			for n := range res {
 				names = append(names, n)
@@ -56,6 +66,7 @@ func (a *app) labCmd() *cobra.Command {
 			return nil
 		},
 	}
+	build.Flags().StringSliceVar(&with, "with", nil, "also build optional components: "+strings.Join(labbuild.AddonNames(), ", ")+" (suites build what they need)")
 	var controllerArgs []string
 	up := &cobra.Command{
 		Use:   "up",

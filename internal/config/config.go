@@ -18,10 +18,29 @@ type Config struct {
 	Matrix     Matrix     `mapstructure:"matrix"`
 	Brakes     Brakes     `mapstructure:"brakes"`
 	Faults     Faults     `mapstructure:"faults"`
+	GangQuota  GangQuota  `mapstructure:"gangQuota"`
 	Out        string     `mapstructure:"out"`
 }
 
 // Faults configure the fault cells (matrix.faults).
+// GangQuota is the gang-quota suite's experiment: a Kueue-managed LeaderWorkerSet admitted
+// under a GPU quota, then resized.
+type GangQuota struct {
+	GPUQuota        int           `mapstructure:"gpuQuota"`        // ClusterQueue nominal nvidia.com/gpu
+	CPUQuota        string        `mapstructure:"cpuQuota"`        // ClusterQueue nominal cpu
+	MemoryQuota     string        `mapstructure:"memoryQuota"`     // ClusterQueue nominal memory
+	GPUsPerPod      int           `mapstructure:"gpusPerPod"`      // every leader and worker pod requests this many
+	Size            int           `mapstructure:"size"`            // spec.leaderWorkerTemplate.size Kueue admits
+	ResizeTo        int           `mapstructure:"resizeTo"`        // the size the experiment raises it to
+	Replicas        int           `mapstructure:"replicas"`        // spec.replicas (groups) admitted
+	ScaleReplicasTo int           `mapstructure:"scaleReplicasTo"` // the safe path: raise spec.replicas instead
+	Observe         time.Duration `mapstructure:"observe"`         // how long each step is watched
+	AdmitTimeout    time.Duration `mapstructure:"admitTimeout"`    // how long the first admission may take
+	// On kind/kubeconfig clusters: Kueue's manager Deployment, whose --feature-gates are patched.
+	KueueNamespace  string `mapstructure:"kueueNamespace"`
+	KueueDeployment string `mapstructure:"kueueDeployment"`
+}
+
 type Faults struct {
 	APF          APFFault          `mapstructure:"apf"`
 	GPU          GPUFault          `mapstructure:"gpu"`
@@ -175,6 +194,8 @@ func Default() Config {
 			ControlPlane: ControlPlaneFault{SchedulerQPS: 200, SchedulerBurst: 400, MaxRequestsInflight: 100, MaxMutatingRequestsInflight: 50},
 		},
 		Brakes: Brakes{ReplenishDelay: 20 * time.Second, MaxRefillRate: 10},
-		Out:    "out",
+		GangQuota: GangQuota{GPUQuota: 4, CPUQuota: "64", MemoryQuota: "256Gi", GPUsPerPod: 1, Size: 2, ResizeTo: 8, Replicas: 1, ScaleReplicasTo: 3,
+			Observe: 30 * time.Second, AdmitTimeout: 2 * time.Minute, KueueNamespace: "kueue-system", KueueDeployment: "kueue-controller-manager"},
+		Out: "out",
 	}
 }

@@ -57,6 +57,8 @@ type Loader struct {
 // Resolved is a loaded configuration with the layer each key last came from.
 type Resolved struct {
 	Config
+	// Suite is the suite whose defaults were layered in ("" when none).
+	Suite   string
 	Sources map[string]string
 }
 
@@ -244,7 +246,7 @@ func (l Loader) Load() (*Resolved, error) {
 	if err != nil {
 		return nil, &Error{Msg: "cannot decode configuration: " + err.Error()}
 	}
-	r := &Resolved{Config: cfg, Sources: sources}
+	r := &Resolved{Config: cfg, Sources: sources, Suite: l.Suite}
 	if err := r.validate(); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,17 @@ import (
 // BrakeCells are the brake settings a warm-pool suite knows.
 var BrakeCells = []string{"none", "replenish-delay", "max-refill-rate", "both", "apf-insulation"}
 
+// GateCells are the gang-quota suite's brake settings: Kueue's LWSImmutableGroupSize on or off.
+var GateCells = []string{"gate-on", "gate-off"}
+
+// BrakeCellsFor is the brake cells a suite knows.
+func BrakeCellsFor(suite string) []string {
+	if suite == "gang-quota" {
+		return GateCells
+	}
+	return BrakeCells
+}
+
 // FaultCells are the fault settings a warm-pool suite knows.
 var FaultCells = []string{"none", "apf-throttle", "gpu", "scheduler-qps", "apiserver-inflight"}
 
@@ -62,7 +73,7 @@ func (r *Resolved) validate() error {
 		{c.Loadgen.Burst < 0, "loadgen.burst", "0 or more", c.Loadgen.Burst},
 		{!oneOf(c.Loadgen.Identity, "exempt", "serviceaccount"), "loadgen.identity", "exempt or serviceaccount", c.Loadgen.Identity},
 		{c.Matrix.Repetitions < 1, "matrix.repetitions", "at least 1", c.Matrix.Repetitions},
-		{len(c.Matrix.Brakes) == 0, "matrix.brakes", "a non-empty list of " + strings.Join(BrakeCells, ", "), "[]"},
+		{len(c.Matrix.Brakes) == 0, "matrix.brakes", "a non-empty list of " + strings.Join(BrakeCellsFor(r.Suite), ", "), "[]"},
 		{c.Brakes.ReplenishDelay < 0, "brakes.replenishDelay", "a duration of 0 or more", c.Brakes.ReplenishDelay},
 		{c.Brakes.MaxRefillRate < 0, "brakes.maxRefillRate", "0 or a positive rate in sandboxes/s", c.Brakes.MaxRefillRate},
 		{c.Out == "", "out", "an output directory", `""`},
@@ -130,10 +141,14 @@ func (r *Resolved) validate() error {
 			return r.fail("workload.steps", "expected positive rates, item %d is %v", i, rate)
 		}
 	}
+	if err := r.validateGang(); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
+	cells := BrakeCellsFor(r.Suite)
 	for _, b := range c.Matrix.Brakes {
-		if !oneOf(b, BrakeCells...) {
-			return r.fail("matrix.brakes", "expected items from %s, got %q", strings.Join(BrakeCells, ", "), b)
+		if !oneOf(b, cells...) {
+			return r.fail("matrix.brakes", "expected items from %s, got %q", strings.Join(cells, ", "), b)
 		}
 		if seen[b] {
 			return r.fail("matrix.brakes", "cell %q is listed twice", b)
@@ -144,6 +159,39 @@ func (r *Resolved) validate() error {
 		}
 		if (b == "max-refill-rate" || b == "both") && c.Brakes.MaxRefillRate <= 0 {
 			return r.fail("brakes.maxRefillRate", "expected a positive rate because matrix.brakes has %q", b)
+		}
+	}
+	return nil
+}
+
+func (r *Resolved) validateGang() error {
+	g := r.GangQuota
+	checks := []struct {
+		bad  bool
+		key  string
+		want string
+		got  any
+	}{
+		{g.GPUQuota < 1, "gangQuota.gpuQuota", "at least 1", g.GPUQuota},
+		{g.GPUsPerPod < 1, "gangQuota.gpusPerPod", "at least 1", g.GPUsPerPod},
+		{g.Size < 1, "gangQuota.size", "at least 1", g.Size},
+		{g.ResizeTo < 1 || g.ResizeTo == g.Size, "gangQuota.resizeTo", "a group size other than gangQuota.size", g.ResizeTo},
+		{g.Replicas < 1, "gangQuota.replicas", "at least 1", g.Replicas},
+		{g.ScaleReplicasTo <= g.Replicas, "gangQuota.scaleReplicasTo", "more groups than gangQuota.replicas", g.ScaleReplicasTo},
+		{g.Replicas*g.Size*g.GPUsPerPod > g.GPUQuota, "gangQuota.gpuQuota", "a quota that admits gangQuota.replicas x size x gpusPerPod GPUs", g.GPUQuota},
+		{g.Observe <= 0, "gangQuota.observe", "a positive duration", g.Observe},
+		{g.AdmitTimeout <= 0, "gangQuota.admitTimeout", "a positive duration", g.AdmitTimeout},
+		{g.KueueNamespace == "", "gangQuota.kueueNamespace", "a namespace", `""`},
+		{g.KueueDeployment == "", "gangQuota.kueueDeployment", "a Deployment name", `""`},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			return r.fail(ch.key, "expected %s, got %v", ch.want, ch.got)
+		}
+	}
+	for _, q := range []struct{ key, val string }{{"gangQuota.cpuQuota", g.CPUQuota}, {"gangQuota.memoryQuota", g.MemoryQuota}} {
+		if _, err := resource.ParseQuantity(q.val); err != nil {
+			return r.fail(q.key, "expected a Kubernetes quantity like 64 or 256Gi, got %q", q.val)
 		}
 	}
 	return nil

@@ -45,6 +45,7 @@ type State struct {
 	Nodes                int               `json:"nodes"`
 	CRDVersion           string            `json:"crdVersion"` // agent-sandbox version whose CRDs are installed
 	Controller           *Controller       `json:"controller,omitempty"`
+	Gang                 *Gang             `json:"gang,omitempty"`
 	CreatedAt            time.Time         `json:"createdAt"`
 	UpSeconds            float64           `json:"upSeconds"`
 }
@@ -96,6 +97,20 @@ func (l *Lab) Dir() string { return l.dir }
 // Build builds (or finds cached) every component the lab needs.
 func (l *Lab) Build(ctx context.Context) (map[string]labbuild.Result, error) {
 	return l.builder.BuildAll(ctx, labbuild.LabComponents(l.versions))
+}
+
+// BuildAddons builds (or finds cached) the named optional components (kueue, lws, keda).
+func (l *Lab) BuildAddons(ctx context.Context, names []string) (map[string]labbuild.Result, error) {
+	all := labbuild.Addons(l.versions)
+	comps := make([]labbuild.Component, 0, len(names))
+	for _, n := range names {
+		c, ok := all[n]
+		if !ok {
+			return nil, fmt.Errorf("unknown lab component %q (optional components: %s)", n, strings.Join(labbuild.AddonNames(), ", "))
+		}
+		comps = append(comps, c)
+	}
+	return l.builder.BuildAll(ctx, comps)
 }
 
 func (l *Lab) statePath() string { return filepath.Join(l.dir, "state.json") }
@@ -417,6 +432,13 @@ func (l *Lab) Down(ctx context.Context) error {
 		if err := l.StopController(s); err != nil {
 			errs = append(errs, err)
 		}
+		if s.Gang != nil {
+			for _, p := range []proc{s.Gang.Kueue, s.Gang.LWS} {
+				if err := stopPID(p.PID, p.Binary, 10*time.Second); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
 		if _, serr := os.Stat(s.Binaries["kwokctl"]); serr == nil {
 			if out, err := l.kwokctl(ctx, s, "delete", "cluster", "--name", l.kwokName()); err != nil {
 				errs = append(errs, fmt.Errorf("kwokctl delete cluster: %w: %s", err, tail(out, 500)))
@@ -428,6 +450,9 @@ func (l *Lab) Down(ctx context.Context) error {
 		if err := stopPID(pid, "", 5*time.Second); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := l.removeKueueMetricsCert(); err != nil {
+		errs = append(errs, err)
 	}
 	if left := processesMentioning(l.dir); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("processes still running for lab %s: %v", l.cfg.Name, left))

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/mod/modfile"
 	"sigs.k8s.io/yaml"
 
 	"github.com/brakebench/brakebench/configs"
@@ -23,6 +24,10 @@ type Versions struct {
 	Etcd         string `json:"etcd"`
 	Kwok         string `json:"kwok"`
 	AgentSandbox string `json:"agent-sandbox"`
+	// Optional components, built only when a suite needs them.
+	Kueue string `json:"kueue"`
+	LWS   string `json:"lws"`
+	KEDA  string `json:"keda"`
 }
 
 // LoadVersions reads the embedded pins.
@@ -35,7 +40,8 @@ func LoadVersions() (Versions, error) {
 	if err := yaml.UnmarshalStrict(raw, &v); err != nil {
 		return Versions{}, fmt.Errorf("configs/versions.yaml: %w", err)
 	}
-	for key, val := range map[string]string{"kubernetes": v.Kubernetes, "etcd": v.Etcd, "kwok": v.Kwok, "agent-sandbox": v.AgentSandbox} {
+	for key, val := range map[string]string{"kubernetes": v.Kubernetes, "etcd": v.Etcd, "kwok": v.Kwok, "agent-sandbox": v.AgentSandbox,
+		"kueue": v.Kueue, "lws": v.LWS, "keda": v.KEDA} {
 		if !semverRe.MatchString(val) {
 			return Versions{}, fmt.Errorf("configs/versions.yaml: key %q: %q is not a version like v1.2.3", key, val)
 		}
@@ -176,6 +182,92 @@ func AgentSandboxComponent(version string) Component {
 	}
 }
 
+// KueueComponent builds the Kueue manager (cmd/kueue).
+func KueueComponent(version string) Component {
+	return Component{
+		Name: "kueue", Module: "sigs.k8s.io/kueue", Version: version, CacheKey: version,
+		Binaries: []Binary{{Name: "kueue", Package: "sigs.k8s.io/kueue/cmd/kueue"}},
+		LDFlags: []string{
+			"-X sigs.k8s.io/kueue/pkg/version.GitVersion=" + version,
+			"-X sigs.k8s.io/kueue/pkg/version.GitCommit=modproxy-" + version,
+		},
+		ColdEstimate: 6 * time.Minute,
+		GoModExtra:   upstreamReplaces("sigs.k8s.io/kueue"),
+	}
+}
+
+// LWSComponent builds the LeaderWorkerSet controller manager (its main package is cmd/).
+func LWSComponent(version string) Component {
+	return Component{
+		Name: "lws", Module: "sigs.k8s.io/lws", Version: version, CacheKey: version,
+		Binaries: []Binary{{Name: "lws-controller-manager", Package: "sigs.k8s.io/lws/cmd"}},
+		LDFlags: []string{
+			"-X sigs.k8s.io/lws/pkg/version.GitVersion=" + version,
+			"-X sigs.k8s.io/lws/pkg/version.GitCommit=modproxy-" + version,
+		},
+		ColdEstimate: 4 * time.Minute,
+		GoModExtra:   upstreamReplaces("sigs.k8s.io/lws"),
+	}
+}
+
+// KEDAComponent builds KEDA's operator and metrics adapter, the heaviest lab build.
+func KEDAComponent(version string) Component {
+	return Component{
+		Name: "keda", Module: "github.com/kedacore/keda/v2", Version: version, CacheKey: version,
+		Binaries: []Binary{
+			{Name: "keda-operator", Package: "github.com/kedacore/keda/v2/cmd/operator"},
+			{Name: "keda-adapter", Package: "github.com/kedacore/keda/v2/cmd/adapter"},
+		},
+		LDFlags: []string{
+			"-X=github.com/kedacore/keda/v2/version.Version=" + version,
+			"-X=github.com/kedacore/keda/v2/version.GitCommit=modproxy-" + version,
+		},
+		ColdEstimate: 12 * time.Minute,
+		GoModExtra:   upstreamReplaces("github.com/kedacore/keda/v2"),
+	}
+}
+
+// upstreamReplaces copies the upstream module's own replace and exclude directives (those that
+// point at other module versions, not local paths) into the tools module, so it resolves the
+// dependency graph upstream tested.
+func upstreamReplaces(module string) func(ctx context.Context, b *Builder) (string, error) {
+	return func(ctx context.Context, b *Builder) (string, error) {
+		info, err := b.modDownload(ctx, module+"@"+b.current.Version)
+		if err != nil {
+			return "", err
+		}
+		raw, err := os.ReadFile(info.GoMod)
+		if err != nil {
+			return "", fmt.Errorf("read %s go.mod: %w", module, err)
+		}
+		return copyReplaceExclude(raw)
+	}
+}
+
+// copyReplaceExclude is upstreamReplaces' pure part: it parses go.mod text and returns its
+// version replaces and excludes; a replace to a local directory is an error.
+func copyReplaceExclude(raw []byte) (string, error) {
+	f, err := modfile.Parse("go.mod", raw, nil)
+	if err != nil {
+		return "", fmt.Errorf("parse upstream go.mod: %w", err)
+	}
+	var sb strings.Builder
+	for _, r := range f.Replace {
+		if r.New.Version == "" {
+			return "", fmt.Errorf("upstream go.mod replaces %s with local path %s; it cannot be built from the module proxy", r.Old.Path, r.New.Path)
+		}
+		old := r.Old.Path
+		if r.Old.Version != "" {
+			old += " " + r.Old.Version
+		}
+		fmt.Fprintf(&sb, "replace %s => %s %s\n", old, r.New.Path, r.New.Version)
+	}
+	for _, e := range f.Exclude {
+		fmt.Fprintf(&sb, "exclude %s %s\n", e.Mod.Path, e.Mod.Version)
+	}
+	return sb.String(), nil
+}
+
 // LabComponents lists what the embedded lab needs, in build order (heaviest first).
 func LabComponents(v Versions) []Component {
 	return []Component{
@@ -185,6 +277,19 @@ func LabComponents(v Versions) []Component {
 		AgentSandboxComponent(v.AgentSandbox),
 	}
 }
+
+// Addons are the optional components, by name, built only when a suite (or `lab build --with`)
+// asks for them.
+func Addons(v Versions) map[string]Component {
+	return map[string]Component{
+		"kueue": KueueComponent(v.Kueue),
+		"lws":   LWSComponent(v.LWS),
+		"keda":  KEDAComponent(v.KEDA),
+	}
+}
+
+// AddonNames lists the optional components' names in a stable order.
+func AddonNames() []string { return []string{"kueue", "lws", "keda"} }
 
 // BinDir is where a component's binaries live in the cache.
 func BinDir(cacheDir string, c Component) string {

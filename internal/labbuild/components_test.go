@@ -30,7 +30,7 @@ func TestVersionsAndCacheKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	comps := LabComponents(v)
-	if len(comps) != 4 {
+	if len(comps) != 4 || len(Addons(v)) != 3 || v.Kueue == "" || v.LWS == "" || v.KEDA == "" {
 		t.Fatalf("%d components", len(comps))
 	}
 	// kwok's cache key includes the Kubernetes version it is stamped with, so changing the
@@ -48,5 +48,29 @@ func TestVersionsAndCacheKeys(t *testing.T) {
 	}
 	if BinDir("/c", k) != "/c/bin/kubernetes/v1.37.2" {
 		t.Error(BinDir("/c", k))
+	}
+}
+
+func TestCopyReplaceExclude(t *testing.T) {
+	for _, tc := range []struct {
+		name, gomod, want, err string
+	}{
+		{"versioned replace and exclude", "module x\n\nreplace github.com/a/b v0.1.0 => github.com/a/b v0.1.1-0.2026\n\nexclude github.com/c/d/v5 v5.2.3\n",
+			"replace github.com/a/b v0.1.0 => github.com/a/b v0.1.1-0.2026\nexclude github.com/c/d/v5 v5.2.3\n", ""},
+		{"none", "module x\n", "", ""},
+		{"local path", "module x\n\nreplace github.com/a/b => ../b\n", "", "local path"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := copyReplaceExclude([]byte(tc.gomod))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("want error %q, got %v", tc.err, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }

@@ -28,6 +28,8 @@ type MetricsTarget struct {
 	// ViaAPIServer: URL is a path on the apiserver (scraped with the cluster's credentials).
 	ViaAPIServer bool `json:"viaAPIServer"`
 	Insecure     bool `json:"-"`
+	// BearerToken authenticates the scrape (endpoints behind controller-runtime's authn/authz filter).
+	BearerToken string `json:"-"`
 }
 
 // Controller is the agent-sandbox controller under test.
@@ -72,4 +74,28 @@ func (r Registry) New(cfg *config.Resolved) (Provider, error) {
 		return nil, fmt.Errorf("no cluster provider %q", cfg.Cluster.Provider)
 	}
 	return f(cfg)
+}
+
+// Kueue is a running Kueue (with the LeaderWorkerSet controller) whose feature gates a suite
+// can set.
+type Kueue interface {
+	// SetGates makes Kueue run with these --feature-gates items ("Name=bool") on top of its own,
+	// and waits until it is ready again.
+	SetGates(ctx context.Context, gates []string) error
+	// Gates are the --feature-gates items Kueue runs with now.
+	Gates() []string
+	// Metrics is Kueue's /metrics endpoint, or nil when brakebench cannot reach it.
+	Metrics() *MetricsTarget
+	// Version is Kueue's version as far as it is known ("" when not).
+	Version() string
+}
+
+// KueueCluster is a cluster that can provide Kueue and LWS (the gang-quota suite's system).
+type KueueCluster interface {
+	// Kueue starts (lab) or finds (kind/kubeconfig) Kueue and the LWS controller. The original
+	// state is journaled as original before anything changes; restore puts it back (and is what
+	// `brakebench cleanup` calls with the journaled original after a crash).
+	Kueue(ctx context.Context, journal func(original []byte) error) (k Kueue, restore func(context.Context) error, err error)
+	// RestoreKueue restores a journaled original.
+	RestoreKueue(ctx context.Context, original []byte) error
 }

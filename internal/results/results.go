@@ -96,6 +96,75 @@ type Cell struct {
 	FaultLog      []FaultEvent       `json:"faultLog,omitempty"`
 	Error         string             `json:"error,omitempty"`
 	NotApplicable string             `json:"notApplicable,omitempty"`
+	// Gang is the gang-quota suite's record of the cell (nil for other suites).
+	Gang *Gang `json:"gang,omitempty"`
+}
+
+// Gang is one arm of the gang-quota experiment: a Kueue-managed LeaderWorkerSet admitted under
+// a GPU quota, then its group size raised (the brake's target) and its replicas raised (the
+// path that goes back through admission).
+type Gang struct {
+	KueueVersion string   `json:"kueueVersion"`
+	Gates        []string `json:"gates"` // Kueue --feature-gates during the cell
+	GateOn       bool     `json:"gateOn"`
+	QuotaGPUs    int      `json:"quotaGPUs"`
+	GPUsPerPod   int      `json:"gpusPerPod"`
+	Size         int      `json:"size"`
+	Replicas     int      `json:"replicas"`
+	// AdmittedSeconds: LWS created -> every pod of the admitted groups Running.
+	AdmittedSeconds *float64     `json:"admittedSeconds"`
+	Steps           []GangStep   `json:"steps"`
+	Samples         []GangSample `json:"samples"`
+	// PeakGPUsRunning over the whole cell, and by how much it exceeded the quota (0 if never).
+	PeakGPUsRunning int     `json:"peakGPUsRunning"`
+	OverQuotaGPUs   int     `json:"overQuotaGPUs"`
+	PeakReserved    int     `json:"peakReservedGPUs"`
+	BypassRatio     float64 `json:"bypassRatio"` // peak running GPUs / Kueue's reserved GPUs at that moment
+	// PeakUnreservedGPUs is the largest excess of GPUs running over GPUs Kueue reserved at the same
+	// moment, and UnreservedSeconds how long any excess lasted (running pods outside Kueue's
+	// accounting, even below the nominal quota).
+	PeakUnreservedGPUs int     `json:"peakUnreservedGPUs"`
+	UnreservedSeconds  float64 `json:"unreservedSeconds"`
+	Outcome            string  `json:"outcome"` // one line: what happened
+}
+
+// GangStep is one change the experiment made and what followed within the watch window.
+type GangStep struct {
+	Name     string  `json:"name"` // resize | scale-replicas
+	Change   string  `json:"change"`
+	T        float64 `json:"t"` // seconds since the LWS was created
+	Accepted bool    `json:"accepted"`
+	Error    string  `json:"error,omitempty"` // the API server's answer when rejected, verbatim
+	// Peaks within the window after the change.
+	PeakPodsRunning int `json:"peakPodsRunning"`
+	PeakGPUsRunning int `json:"peakGPUsRunning"`
+	PeakReserved    int `json:"peakReservedGPUs"`
+	// At the end of the window.
+	End GangSample `json:"end"`
+	// KueueUsageMetric is kueue_cluster_queue_resource_usage{resource="nvidia.com/gpu"} scraped
+	// at the end of the window (nil when Kueue's metrics are not reachable).
+	KueueUsageMetric *float64 `json:"kueueUsageMetric,omitempty"`
+	KueueMetricError string   `json:"kueueMetricError,omitempty"`
+	// Workloads are the Kueue Workloads' true conditions at the end of the window
+	// ("<name>: Type (Reason: message)").
+	Workloads []string `json:"workloads,omitempty"`
+}
+
+// GangSample is the experiment's state at one moment (from informers).
+type GangSample struct {
+	T            float64 `json:"t"`
+	Pods         int     `json:"pods"`
+	PodsRunning  int     `json:"podsRunning"`
+	PodsGated    int     `json:"podsGated"` // held by Kueue's admission scheduling gate
+	GPUsRunning  int     `json:"gpusRunning"`
+	ReservedGPUs int     `json:"reservedGPUs"` // sum of admitted, unfinished Workloads' GPU assignments
+	// CQReservedGPUs is the ClusterQueue's status.flavorsReservation (Kueue updates it a little later).
+	CQReservedGPUs    int            `json:"cqReservedGPUs"`
+	Workloads         int            `json:"workloads"`
+	WorkloadsAdmitted int            `json:"workloadsAdmitted"`
+	RunningByGroup    map[string]int `json:"runningByGroup,omitempty"`
+	LWSSize           int            `json:"lwsSize"`
+	LWSReplicas       int            `json:"lwsReplicas"`
 }
 
 // Controller is the controller of a cell.

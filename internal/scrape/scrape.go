@@ -26,7 +26,8 @@ import (
 var Kept = []string{
 	"apiserver_request_total", "apiserver_flowcontrol_", "process_cpu_seconds_total", "process_resident_memory_bytes",
 	"scheduler_schedule_attempts_total", "scheduler_pod_scheduling_attempts", "agent_sandbox_", "workqueue_adds_total",
-	"rest_client_requests_total",
+	"rest_client_requests_total", "kueue_cluster_queue_", "kueue_admitted_active_workloads", "kueue_pending_workloads",
+	"keda_", "horizontal_pod_autoscaler_controller_",
 }
 
 // Bucket is one cumulative histogram bucket.
@@ -219,13 +220,20 @@ func Merge(series []Series, name string, match map[string]string) Series {
 
 // Sum adds the values of counter/gauge series of name matching match.
 func Sum(series []Series, name string, match map[string]string) float64 {
-	t := 0.0
+	t, _ := SumN(series, name, match)
+	return t
+}
+
+// SumN is Sum and the number of series it added (0: the metric is absent, not zero).
+func SumN(series []Series, name string, match map[string]string) (float64, int) {
+	t, n := 0.0, 0
 	for _, s := range series {
 		if s.Name == name && matches(s.Labels, match) {
 			t += s.Value
+			n++
 		}
 	}
-	return t
+	return t, n
 }
 
 func matches(l, m map[string]string) bool {
@@ -256,6 +264,7 @@ type Target struct {
 	URL          string
 	ViaAPIServer bool
 	Insecure     bool
+	BearerToken  string
 }
 
 // Fetch scrapes one target. Apiserver targets go through rc's credentials.
@@ -281,6 +290,9 @@ func Fetch(ctx context.Context, rc *rest.Config, t Target) ([]Series, error) {
 	} else {
 		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: t.Insecure}}} //nolint:gosec // loopback lab components with self-signed certs
 		req, _ := http.NewRequestWithContext(cctx, http.MethodGet, t.URL, nil)
+		if t.BearerToken != "" {
+			req.Header.Set("Authorization", "Bearer "+t.BearerToken)
+		}
 		resp, err := hc.Do(req)
 		if err != nil {
 			return nil, fmt.Errorf("scrape %s: %w", t.Component, err)

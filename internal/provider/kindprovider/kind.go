@@ -180,7 +180,8 @@ func (p *Provider) Connect(ctx context.Context) (provider.Cluster, error) {
 		return nil, err
 	}
 	kp := &kubeconfigprovider.Provider{Kubeconfig: kc.GetKubeconfig(), Context: kc.GetKubectlContext(),
-		Namespace: p.cfg.Controller.Namespace, Deployment: p.cfg.Controller.Deployment, Name_: "kind"}
+		Namespace: p.cfg.Controller.Namespace, Deployment: p.cfg.Controller.Deployment, Name_: "kind",
+		KueueNamespace: p.cfg.GangQuota.KueueNamespace, KueueDeployment: p.cfg.GangQuota.KueueDeployment}
 	rc := kc.KubernetesRestConfig()
 	rc.QPS, rc.Burst = -1, 0
 	cl, err := kubeconfigprovider.NewCluster(kp, rc, true, kc.Destroy)

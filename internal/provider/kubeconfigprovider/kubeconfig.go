@@ -15,12 +15,14 @@ import (
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
+	"github.com/brakebench/brakebench/internal/sut/kueuelws"
 )
 
 // Provider connects to cfg.Cluster.Context.
 type Provider struct {
 	Kubeconfig, Context, AllowContext string
 	Namespace, Deployment             string
+	KueueNamespace, KueueDeployment   string
 	Name_                             string
 }
 
@@ -29,6 +31,7 @@ func Factory(cfg *config.Resolved) (provider.Provider, error) {
 	return &Provider{
 		Kubeconfig: cfg.Cluster.Kubeconfig, Context: cfg.Cluster.Context, AllowContext: cfg.Cluster.AllowContext,
 		Namespace: cfg.Controller.Namespace, Deployment: cfg.Controller.Deployment, Name_: "kubeconfig",
+		KueueNamespace: cfg.GangQuota.KueueNamespace, KueueDeployment: cfg.GangQuota.KueueDeployment,
 	}, nil
 }
 
@@ -51,7 +54,8 @@ func (p *Provider) Connect(ctx context.Context) (provider.Cluster, error) {
 	if _, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(cctx); err != nil {
 		return nil, fmt.Errorf("cluster of context %q is unreachable: %w", p.Context, err)
 	}
-	return &Cluster{p: p, rc: rc, dep: &agentsandbox.Deployment{Client: c, Namespace: p.Namespace, Name: p.Deployment}}, nil
+	return &Cluster{p: p, rc: rc, dep: &agentsandbox.Deployment{Client: c, Namespace: p.Namespace, Name: p.Deployment},
+		kueue: &kueuelws.Deployment{Client: c, Namespace: p.KueueNamespace, Name: p.KueueDeployment}}, nil
 }
 
 // NewCluster wraps an already-made rest.Config (the kind provider reuses this).
@@ -60,7 +64,8 @@ func NewCluster(p *Provider, rc *rest.Config, created bool, closeFn func(context
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{p: p, rc: rc, created: created, closeFn: closeFn, dep: &agentsandbox.Deployment{Client: c, Namespace: p.Namespace, Name: p.Deployment}}, nil
+	return &Cluster{p: p, rc: rc, created: created, closeFn: closeFn, dep: &agentsandbox.Deployment{Client: c, Namespace: p.Namespace, Name: p.Deployment},
+		kueue: &kueuelws.Deployment{Client: c, Namespace: p.KueueNamespace, Name: p.KueueDeployment}}, nil
 }
 
 // Cluster is a connected existing cluster.
@@ -68,6 +73,7 @@ type Cluster struct {
 	p       *Provider
 	rc      *rest.Config
 	dep     *agentsandbox.Deployment
+	kueue   *kueuelws.Deployment
 	created bool
 	closeFn func(context.Context) error
 }
