@@ -32,6 +32,8 @@ type Report struct {
 	Claims bool
 	// Gang holds the gang-quota arms side by side.
 	Gang []GangArm
+	// Autoscale holds the pool-autoscaling cells side by side.
+	Autoscale []AutoscaleArm
 }
 
 // Row is one metric across cells.
@@ -117,8 +119,11 @@ func Build(r *results.Results, verdicts []gates.Verdict) (*Report, error) {
 	if rep.Gang, err = gangArms(r); err != nil {
 		return nil, err
 	}
+	if rep.Autoscale, err = autoscaleArms(r); err != nil {
+		return nil, err
+	}
 	for _, c := range r.Cells {
-		rep.Claims = rep.Claims || (c.Gang == nil && c.NotApplicable == "")
+		rep.Claims = rep.Claims || (c.Gang == nil && c.Autoscale == nil && c.NotApplicable == "")
 	}
 	if !rep.Claims {
 		return rep, nil

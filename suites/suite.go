@@ -84,6 +84,9 @@ type PlannedCell struct {
 	Fault     string        `json:"fault,omitempty"` // "" or none: no fault
 	// NotApplicable says why the cell cannot run (its version lacks a flag it needs).
 	NotApplicable string `json:"notApplicable,omitempty"`
+	// Arm and Profile are the pool-autoscaling suite's axes (keda|control, "0,3,0").
+	Arm     string `json:"arm,omitempty"`
+	Profile string `json:"profile,omitempty"`
 }
 
 // Registry is the set of known suites.
@@ -102,7 +105,7 @@ func NewRegistry(ss ...Suite) *Registry {
 
 // Default is every suite brakebench ships.
 func Default() *Registry {
-	return NewRegistry(WarmpoolBurst(), WarmpoolSustained(), APFThrottle(), GPUFaults(), GangQuota())
+	return NewRegistry(WarmpoolBurst(), WarmpoolSustained(), APFThrottle(), GPUFaults(), GangQuota(), PoolAutoscaling())
 }
 
 // Get finds a suite by name.

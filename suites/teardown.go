@@ -20,6 +20,7 @@ import (
 
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
+	"github.com/brakebench/brakebench/internal/sut/keda"
 	"github.com/brakebench/brakebench/internal/sut/kueuelws"
 )
 
@@ -29,8 +30,8 @@ var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 // sandboxes, LeaderWorkerSets and pods inside are deleted first with one DeleteCollection each:
 // the namespace controller would otherwise delete them one by one at kube-controller-manager's
 // client QPS, which on the lab took about a minute per cell. If a controller's finalizer still
-// holds pods or Kueue Workloads after half the timeout (the controller died), the finalizers are
-// removed: everything in a run's namespace is brakebench's.
+// holds pods, Kueue Workloads or KEDA ScaledObjects after half the timeout (at most a minute: the
+// controller died), the finalizers are removed: everything in a run's namespace is brakebench's.
 func DeleteNamespace(ctx context.Context, c *kube.Clients, ns string, timeout time.Duration) error {
 	now := int64(0)
 	for _, gvr := range []schema.GroupVersionResource{agentsandbox.ClaimGVR, agentsandbox.PoolGVR, agentsandbox.SandboxGVR, kueuelws.LWSGVR, podsGVR} {
@@ -47,10 +48,11 @@ func DeleteNamespace(ctx context.Context, c *kube.Clients, ns string, timeout ti
 		return fmt.Errorf("delete namespace %s: %w", ns, err)
 	}
 	nsRes := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
-	if waitGone(ctx, nsRes, ns, timeout/2) == nil {
+	grace := min(timeout/2, time.Minute)
+	if waitGone(ctx, nsRes, ns, grace) == nil {
 		return nil
 	}
-	for _, gvr := range []schema.GroupVersionResource{podsGVR, kueuelws.WorkloadGVR, kueuelws.LWSGVR} {
+	for _, gvr := range []schema.GroupVersionResource{podsGVR, kueuelws.WorkloadGVR, kueuelws.LWSGVR, keda.ScaledObjectGVR, keda.HPAGVR} {
 		list, err := c.Dynamic.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			continue
@@ -61,7 +63,7 @@ func DeleteNamespace(ctx context.Context, c *kube.Clients, ns string, timeout ti
 			}
 		}
 	}
-	if err := waitGone(ctx, nsRes, ns, timeout/2); err != nil {
+	if err := waitGone(ctx, nsRes, ns, timeout-grace); err != nil {
 		return fmt.Errorf("namespace %s not gone after %s: %w", ns, timeout, err)
 	}
 	return nil

@@ -253,24 +253,7 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 			continue
 		}
 		env.Progress.Printf("==> cell %d/%d: %s (version %s, flags: %v)", i+1, len(plan.Cells), pc.ID, versionName(pc.Version), pc.Flags)
-		if !restored {
-			// The original is journaled before the first change so cleanup can restore it after a crash.
-			v0, f0 := ctrl.Current()
-			if err := env.Journal.Record(faults.Entry{Op: faults.OpController, Ref: "controller", Original: mustJSON(controllerOriginal{v0, f0})}); err != nil {
-				return nil, err
-			}
-		}
-		revert, err := ctrl.Configure(ctx, pc.Version, pc.FillFlags)
-		if !restored {
-			env.Reverts.Push("agent-sandbox controller flags", func(ctx context.Context) error {
-				if err := revert(ctx); err != nil {
-					return err
-				}
-				return env.Journal.Record(faults.Entry{Op: faults.OpReverted, Ref: "controller"})
-			})
-			restored = true
-		}
-		if err != nil {
+		if err := configureController(ctx, env, pc.Version, pc.FillFlags, &restored); err != nil {
 			cell := results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, Error: "configure controller: " + err.Error()}
 			res.Cells = append(res.Cells, cell)
 			res.Errors = append(res.Errors, pc.ID+": "+cell.Error)
@@ -293,6 +276,30 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 	}
 	res.EndedAt = time.Now().UTC()
 	return res, nil
+}
+
+// configureController gives the agent-sandbox controller version and flags. The first call of a
+// run (*registered false) journals the original setting before changing it and registers its
+// restoration, which runs once at the end of the run (or on interrupt).
+func configureController(ctx context.Context, env *Env, version string, flags []string, registered *bool) error {
+	ctrl := env.Cluster.Controller()
+	if !*registered {
+		v0, f0 := ctrl.Current()
+		if err := env.Journal.Record(faults.Entry{Op: faults.OpController, Ref: "controller", Original: mustJSON(controllerOriginal{v0, f0})}); err != nil {
+			return err
+		}
+	}
+	revert, err := ctrl.Configure(ctx, version, flags)
+	if !*registered {
+		env.Reverts.Push("agent-sandbox controller flags", func(ctx context.Context) error {
+			if err := revert(ctx); err != nil {
+				return err
+			}
+			return env.Journal.Record(faults.Entry{Op: faults.OpReverted, Ref: "controller"})
+		})
+		*registered = true
+	}
+	return err
 }
 
 // newResults starts a suite's results: provenance, cluster description and machine.

@@ -124,6 +124,74 @@ var metricDefs = []metricDef{
 	}},
 }
 
+// autoscaleMetrics describe pool-autoscaling cells; the first up and first down step carry the
+// latencies (decision = spec.replicas, capacity = status.readyReplicas).
+var autoscaleMetrics = []metricDef{
+	{kind: "autoscale", key: "autoscale.bound", unit: "replicas", rep: func(c *results.Cell) float64 { return float64(boundOf(c.Autoscale)) }},
+	{kind: "autoscale", key: "autoscale.floor", unit: "replicas", rep: func(c *results.Cell) float64 { return float64(c.Autoscale.Min) }},
+	{kind: "autoscale", key: "autoscale.max_spec", unit: "replicas", rep: func(c *results.Cell) float64 { return float64(c.Autoscale.MaxSpec) }},
+	{kind: "autoscale", key: "autoscale.end_spec", unit: "replicas", rep: func(c *results.Cell) float64 { return float64(c.Autoscale.EndSpec) }},
+	{kind: "autoscale", key: "autoscale.replica_changes", unit: "writes", rep: func(c *results.Cell) float64 { return float64(c.Autoscale.ReplicaChanges) }},
+	{kind: "autoscale", key: "autoscale.decision_up_s", unit: "s", rep: func(c *results.Cell) float64 { return stepLatency(c, true, true) }},
+	{kind: "autoscale", key: "autoscale.capacity_up_s", unit: "s", rep: func(c *results.Cell) float64 { return stepLatency(c, true, false) }},
+	{kind: "autoscale", key: "autoscale.decision_down_s", unit: "s", rep: func(c *results.Cell) float64 { return stepLatency(c, false, true) }},
+	{kind: "autoscale", key: "autoscale.capacity_down_s", unit: "s", rep: func(c *results.Cell) float64 { return stepLatency(c, false, false) }},
+	{kind: "autoscale", key: "autoscale.overshoot_max", unit: "replicas", rep: func(c *results.Cell) float64 {
+		m := 0
+		for _, s := range c.Autoscale.Steps {
+			m = max(m, s.Overshoot)
+		}
+		return float64(m)
+	}},
+	{kind: "autoscale", key: "autoscale.api_writes", unit: "requests", rep: func(c *results.Cell) float64 {
+		t := 0.0
+		for _, v := range c.Autoscale.APIWrites {
+			t += v
+		}
+		return t
+	}},
+	{kind: "autoscale", key: "autoscale.exporter_reads", unit: "reads", rep: func(c *results.Cell) float64 { return float64(len(c.Autoscale.ExporterHits)) }},
+	{kind: "autoscale", key: "autoscale.claims_warm", unit: "claims", rep: func(c *results.Cell) float64 { return float64(c.Autoscale.Warm) }},
+	{kind: "autoscale", key: "autoscale.assertions_failed", unit: "checks", rep: func(c *results.Cell) float64 {
+		n := 0
+		for _, a := range c.Autoscale.Assertions {
+			if strings.HasPrefix(a, "FAIL") {
+				n++
+			}
+		}
+		return float64(n)
+	}},
+	{kind: "autoscale", key: "autoscale.claims_cold", unit: "claims", rep: func(c *results.Cell) float64 { return float64(c.Autoscale.Cold) }},
+}
+
+func init() { metricDefs = append(metricDefs, autoscaleMetrics...) }
+
+// boundOf is the highest spec.replicas the autoscaler may reach for the cell's profile.
+func boundOf(a *results.Autoscale) int {
+	peak := 0
+	for _, d := range a.Profile {
+		peak = max(peak, d)
+	}
+	return min(max(peak, a.Min), a.Max)
+}
+
+// stepLatency is the decision (or capacity) latency of the first step where demand rose (up) or
+// fell (down); NaN when there is none or the pool did not move.
+func stepLatency(c *results.Cell, up, decision bool) float64 {
+	prev := -1
+	for _, s := range c.Autoscale.Steps {
+		if prev >= 0 && ((up && s.Demand > prev) || (!up && s.Demand < prev)) {
+			p := s.CapacitySeconds
+			if decision {
+				p = s.DecisionSeconds
+			}
+			return ptr(p)
+		}
+		prev = s.Demand
+	}
+	return math.NaN()
+}
+
 func b2f(b bool) float64 {
 	if b {
 		return 1
@@ -143,8 +211,11 @@ func gangStep(c *results.Cell, name string, f func(results.GangStep) float64) fl
 
 // cellKind is the kind of experiment a cell holds (see metricDef.kind).
 func cellKind(c *results.Cell) string {
-	if c.Gang != nil {
+	switch {
+	case c.Gang != nil:
 		return "gang"
+	case c.Autoscale != nil:
+		return "autoscale"
 	}
 	return ""
 }

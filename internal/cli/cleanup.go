@@ -133,8 +133,10 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 	}
 	host := cluster.RESTConfig().Host
 	// Kueue first: its webhooks (failurePolicy Fail) refuse every update of pods and queues while
-	// the process behind them is gone, so nothing else could be cleaned up while they stay.
-	kueueDone := map[string]bool{}
+	// the process behind them is gone, so nothing else could be cleaned up while they stay. KEDA
+	// is restored with the other changes, after the namespaces are gone (a running KEDA releases
+	// its ScaledObjects' finalizers itself).
+	restoredFirst := map[string]bool{}
 	for _, j := range journals {
 		if j.Server != host {
 			continue
@@ -144,18 +146,17 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 				continue
 			}
 			what := fmt.Sprintf("restore Kueue / stop the lab's Kueue and LWS (run %s)", j.Run)
-			kc, ok := cluster.(provider.KueueCluster)
 			var rerr error
-			if !ok {
-				rerr = fmt.Errorf("cluster provider %s cannot restore Kueue", cluster.Info().Provider)
-			} else {
+			if kc, ok := cluster.(provider.KueueCluster); ok {
 				rerr = kc.RestoreKueue(ctx, e.Original)
+			} else {
+				rerr = fmt.Errorf("cluster provider %s cannot restore Kueue", cluster.Info().Provider)
 			}
 			if rerr != nil {
 				add(what, "failed", rerr.Error())
 				continue
 			}
-			kueueDone[j.Run] = true
+			restoredFirst[j.Run+"/"+e.Kind] = true
 			add(what, "done", "")
 		}
 	}
@@ -205,10 +206,17 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 				case "LabComponent":
 					rerr = faults.RestoreComponentFromJournal(ctx, cluster, e)
 				case "Kueue":
-					if !kueueDone[j.Run] {
+					if !restoredFirst[j.Run+"/"+e.Kind] {
 						ok = false // reported above
 					}
 					continue
+				case "KEDA":
+					what = fmt.Sprintf("restore KEDA / stop the lab's KEDA and its APIService, HPA sync period (run %s)", j.Run)
+					if kc, isKEDA := cluster.(provider.KEDACluster); isKEDA {
+						rerr = kc.RestoreKEDA(ctx, e.Original)
+					} else {
+						rerr = fmt.Errorf("cluster provider %s cannot restore KEDA", cluster.Info().Provider)
+					}
 				default:
 					rerr = fmt.Errorf("no restorer for %s", e.Kind)
 				}

@@ -19,6 +19,7 @@ type Config struct {
 	Brakes     Brakes     `mapstructure:"brakes"`
 	Faults     Faults     `mapstructure:"faults"`
 	GangQuota  GangQuota  `mapstructure:"gangQuota"`
+	Autoscale  Autoscale  `mapstructure:"poolAutoscaling"`
 	Out        string     `mapstructure:"out"`
 }
 
@@ -39,6 +40,34 @@ type GangQuota struct {
 	// On kind/kubeconfig clusters: Kueue's manager Deployment, whose --feature-gates are patched.
 	KueueNamespace  string `mapstructure:"kueueNamespace"`
 	KueueDeployment string `mapstructure:"kueueDeployment"`
+}
+
+// Autoscale is the pool-autoscaling suite's experiment: KEDA drives a SandboxWarmPool's /scale
+// from claim demand, against a control arm without an autoscaler.
+type Autoscale struct {
+	Arms     []string `mapstructure:"arms"`     // keda | control
+	Profiles []string `mapstructure:"profiles"` // demand profiles: claims held at each step, e.g. "0-3-0"
+	// StepDuration is how long each demand step is held (and watched).
+	StepDuration time.Duration `mapstructure:"stepDuration"`
+	MinReplicas  int           `mapstructure:"minReplicas"`
+	// MaxReplicas is the ScaledObject's bound; 0 = the profile's largest step.
+	MaxReplicas int     `mapstructure:"maxReplicas"`
+	MetricType  string  `mapstructure:"metricType"` // AverageValue | Value
+	TargetValue float64 `mapstructure:"targetValue"`
+	// PollingInterval is the ScaledObject's pollingInterval (KEDA's own loop).
+	PollingInterval time.Duration `mapstructure:"pollingInterval"`
+	// ScaleDownStabilization is the HPA's scaleDown stabilization window (upstream 300s).
+	ScaleDownStabilization time.Duration `mapstructure:"scaleDownStabilization"`
+	// HPASyncPeriod, on the lab, is kube-controller-manager's HPA sync period during the run
+	// (0 = leave lab.hpaSyncPeriod as it is); the run records the value in effect.
+	HPASyncPeriod time.Duration `mapstructure:"hpaSyncPeriod"`
+	// ExporterURL is where KEDA's metrics-api scaler reaches the demand exporter on kind and
+	// kubeconfig clusters (run `brakebench exporter` where KEDA can reach it); on the lab the
+	// suite serves it itself on 127.0.0.1.
+	ExporterURL string `mapstructure:"exporterURL"`
+	// SettleTimeout bounds the wait for the pool to settle between arms and for the HPA to read
+	// its first metric.
+	SettleTimeout time.Duration `mapstructure:"settleTimeout"`
 }
 
 type Faults struct {
@@ -97,7 +126,10 @@ type Lab struct {
 	PodBootDelay  time.Duration `mapstructure:"podBootDelay"`
 	PodBootJitter time.Duration `mapstructure:"podBootJitter"`
 	// APIServerArgs are extra kube-apiserver flags (key=value without dashes).
-	APIServerArgs []string      `mapstructure:"apiserverArgs"`
+	APIServerArgs []string `mapstructure:"apiserverArgs"`
+	// HPASyncPeriod is kube-controller-manager's --horizontal-pod-autoscaler-sync-period (upstream
+	// default 15s); the pool-autoscaling suite may change it for its run and records it.
+	HPASyncPeriod time.Duration `mapstructure:"hpaSyncPeriod"`
 	UpTimeout     time.Duration `mapstructure:"upTimeout"`
 }
 
@@ -178,6 +210,7 @@ func Default() Config {
 			PodBootDelay:  300 * time.Millisecond,
 			PodBootJitter: 200 * time.Millisecond,
 			APIServerArgs: []string{},
+			HPASyncPeriod: 15 * time.Second,
 			UpTimeout:     3 * time.Minute,
 		},
 		Controller: Controller{Args: []string{}, Versions: []string{}, Namespace: "agent-sandbox-system", Deployment: "agent-sandbox-controller"},
@@ -194,6 +227,8 @@ func Default() Config {
 			ControlPlane: ControlPlaneFault{SchedulerQPS: 200, SchedulerBurst: 400, MaxRequestsInflight: 100, MaxMutatingRequestsInflight: 50},
 		},
 		Brakes: Brakes{ReplenishDelay: 20 * time.Second, MaxRefillRate: 10},
+		Autoscale: Autoscale{Arms: []string{"keda", "control"}, Profiles: []string{"0-3-0"}, StepDuration: 45 * time.Second, MinReplicas: 1,
+			MetricType: "AverageValue", TargetValue: 1, PollingInterval: 5 * time.Second, SettleTimeout: 2 * time.Minute},
 		GangQuota: GangQuota{GPUQuota: 4, CPUQuota: "64", MemoryQuota: "256Gi", GPUsPerPod: 1, Size: 2, ResizeTo: 8, Replicas: 1, ScaleReplicasTo: 3,
 			Observe: 30 * time.Second, AdmitTimeout: 2 * time.Minute, KueueNamespace: "kueue-system", KueueDeployment: "kueue-controller-manager"},
 		Out: "out",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -16,8 +17,11 @@ var GateCells = []string{"gate-on", "gate-off"}
 
 // BrakeCellsFor is the brake cells a suite knows.
 func BrakeCellsFor(suite string) []string {
-	if suite == "gang-quota" {
+	switch suite {
+	case "gang-quota":
 		return GateCells
+	case "pool-autoscaling":
+		return BrakeCells[:4] // the refill brakes, under the autoscaler
 	}
 	return BrakeCells
 }
@@ -57,6 +61,7 @@ func (r *Resolved) validate() error {
 		{c.Lab.PodBootDelay < 0, "lab.podBootDelay", "a duration of 0 or more", c.Lab.PodBootDelay},
 		{c.Lab.PodBootJitter < 0, "lab.podBootJitter", "a duration of 0 or more", c.Lab.PodBootJitter},
 		{c.Lab.UpTimeout <= 0, "lab.upTimeout", "a positive duration", c.Lab.UpTimeout},
+		{c.Lab.HPASyncPeriod < time.Second, "lab.hpaSyncPeriod", "a duration of at least 1s", c.Lab.HPASyncPeriod},
 		{c.Controller.Version != "" && !versionRe.MatchString(c.Controller.Version), "controller.version", "a version like v0.5.5", c.Controller.Version},
 		{c.Workload.Pool < 0, "workload.pool", "0 or more", c.Workload.Pool},
 		{!oneOf(c.Workload.Mode, "burst", "poisson", "steps"), "workload.mode", "one of burst, poisson, steps", c.Workload.Mode},
@@ -144,6 +149,9 @@ func (r *Resolved) validate() error {
 	if err := r.validateGang(); err != nil {
 		return err
 	}
+	if err := r.validateAutoscale(); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	cells := BrakeCellsFor(r.Suite)
 	for _, b := range c.Matrix.Brakes {
@@ -192,6 +200,65 @@ func (r *Resolved) validateGang() error {
 	for _, q := range []struct{ key, val string }{{"gangQuota.cpuQuota", g.CPUQuota}, {"gangQuota.memoryQuota", g.MemoryQuota}} {
 		if _, err := resource.ParseQuantity(q.val); err != nil {
 			return r.fail(q.key, "expected a Kubernetes quantity like 64 or 256Gi, got %q", q.val)
+		}
+	}
+	return nil
+}
+
+// ParseProfile reads a demand profile "0-3-0" (claims held at each step; "," and spaces also
+// separate steps in YAML).
+func ParseProfile(p string) ([]int, error) {
+	var out []int
+	for _, f := range strings.FieldsFunc(p, func(r rune) bool { return r == '-' || r == ',' || r == ' ' }) {
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(f), "%d", &n); err != nil || n < 0 || fmt.Sprint(n) != strings.TrimSpace(f) {
+			return nil, fmt.Errorf("%q is not a claim count", f)
+		}
+		out = append(out, n)
+	}
+	if len(out) < 2 {
+		return nil, fmt.Errorf("a profile needs at least two steps")
+	}
+	return out, nil
+}
+
+func (r *Resolved) validateAutoscale() error {
+	a := r.Autoscale
+	checks := []struct {
+		bad  bool
+		key  string
+		want string
+		got  any
+	}{
+		{len(a.Arms) == 0, "poolAutoscaling.arms", "a non-empty list of keda, control", "[]"},
+		{len(a.Profiles) == 0, "poolAutoscaling.profiles", `a non-empty list of profiles like "0-3-0"`, "[]"},
+		{a.StepDuration <= 0, "poolAutoscaling.stepDuration", "a positive duration", a.StepDuration},
+		{a.MinReplicas < 1, "poolAutoscaling.minReplicas", "at least 1 (the HPA cannot scale a pool from 0)", a.MinReplicas},
+		{a.MaxReplicas != 0 && a.MaxReplicas < a.MinReplicas, "poolAutoscaling.maxReplicas", "0 (the profile's largest step) or at least minReplicas", a.MaxReplicas},
+		{!oneOf(a.MetricType, "AverageValue", "Value"), "poolAutoscaling.metricType", "AverageValue or Value", a.MetricType},
+		{a.TargetValue <= 0, "poolAutoscaling.targetValue", "a positive number", a.TargetValue},
+		{a.PollingInterval < time.Second, "poolAutoscaling.pollingInterval", "at least 1s", a.PollingInterval},
+		{a.ScaleDownStabilization < 0 || a.ScaleDownStabilization > time.Hour, "poolAutoscaling.scaleDownStabilization", "between 0s and 1h", a.ScaleDownStabilization},
+		{a.HPASyncPeriod != 0 && a.HPASyncPeriod < time.Second, "poolAutoscaling.hpaSyncPeriod", "0 (leave it) or at least 1s", a.HPASyncPeriod},
+		{a.SettleTimeout <= 0, "poolAutoscaling.settleTimeout", "a positive duration", a.SettleTimeout},
+		{r.Cluster.Provider != "lab" && r.Suite == "pool-autoscaling" && a.ExporterURL == "", "poolAutoscaling.exporterURL",
+			"the URL where KEDA reaches `brakebench exporter` on this cluster (only the lab serves it itself)", `""`},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			return r.fail(ch.key, "expected %s, got %v", ch.want, ch.got)
+		}
+	}
+	seen := map[string]bool{}
+	for _, arm := range a.Arms {
+		if !oneOf(arm, "keda", "control") || seen[arm] {
+			return r.fail("poolAutoscaling.arms", "expected distinct items from keda, control, got %q", arm)
+		}
+		seen[arm] = true
+	}
+	for _, p := range a.Profiles {
+		if _, err := ParseProfile(p); err != nil {
+			return r.fail("poolAutoscaling.profiles", "expected profiles like \"0-3-0\" (claims at each step): %v", err)
 		}
 	}
 	return nil

@@ -46,6 +46,7 @@ type State struct {
 	CRDVersion           string            `json:"crdVersion"` // agent-sandbox version whose CRDs are installed
 	Controller           *Controller       `json:"controller,omitempty"`
 	Gang                 *Gang             `json:"gang,omitempty"`
+	KEDA                 *KEDA             `json:"keda,omitempty"`
 	CreatedAt            time.Time         `json:"createdAt"`
 	UpSeconds            float64           `json:"upSeconds"`
 }
@@ -283,6 +284,20 @@ func (l *Lab) createCluster(ctx context.Context, s *State) error {
 		"--kubeconfig", s.Kubeconfig,
 		"--wait", l.cfg.UpTimeout.String(),
 	}
+	// The aggregation layer's request-header authentication (kwokctl sets the proxy client
+	// certificate but not these): aggregated APIs such as KEDA's external metrics then see the
+	// real requesting user. pki/ exists before kwokctl starts the apiserver.
+	pki := filepath.Join(l.clusterDir(), "pki")
+	for _, a := range []string{
+		"requestheader-client-ca-file=" + filepath.Join(pki, "ca.crt"),
+		"requestheader-allowed-names=kwok-admin",
+		"requestheader-username-headers=X-Remote-User",
+		"requestheader-group-headers=X-Remote-Group",
+		"requestheader-extra-headers-prefix=X-Remote-Extra-",
+	} {
+		args = append(args, "--extra-args", "kube-apiserver="+a)
+	}
+	args = append(args, "--extra-args", "kube-controller-manager=horizontal-pod-autoscaler-sync-period="+l.cfg.HPASyncPeriod.String())
 	for _, a := range l.cfg.APIServerArgs {
 		args = append(args, "--extra-args", "kube-apiserver="+strings.TrimPrefix(a, "--"))
 	}
@@ -431,6 +446,15 @@ func (l *Lab) Down(ctx context.Context) error {
 	if s != nil {
 		if err := l.StopController(s); err != nil {
 			errs = append(errs, err)
+		}
+		var extra []proc
+		if s.KEDA != nil {
+			extra = append(extra, s.KEDA.Adapter, s.KEDA.Operator)
+		}
+		for _, p := range extra {
+			if err := stopPID(p.PID, p.Binary, 10*time.Second); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if s.Gang != nil {
 			for _, p := range []proc{s.Gang.Kueue, s.Gang.LWS} {

@@ -99,3 +99,24 @@ type KueueCluster interface {
 	// RestoreKueue restores a journaled original.
 	RestoreKueue(ctx context.Context, original []byte) error
 }
+
+// KEDA is a running KEDA (operator and metrics adapter) a suite can point ScaledObjects at.
+type KEDA interface {
+	Version() string
+	// HPASyncPeriod is kube-controller-manager's HPA sync period ("" when unknown: managed
+	// control planes do not say).
+	HPASyncPeriod() string
+	// ExporterURL is the URL KEDA's metrics-api scaler should read for a demand exporter that
+	// this process serves at local (lab), or the configured in-cluster exporter URL.
+	ExporterURL(local string) string
+	// ServesExporter is true when the suite must serve the demand exporter itself (lab).
+	ServesExporter() bool
+}
+
+// KEDACluster is a cluster that can provide KEDA.
+type KEDACluster interface {
+	// KEDA starts (lab) or finds (kind/kubeconfig) KEDA; the original state is journaled first and
+	// restore puts it back (also what `brakebench cleanup` calls after a crash).
+	KEDA(ctx context.Context, hpaSyncPeriod string, journal func(original []byte) error) (k KEDA, restore func(context.Context) error, err error)
+	RestoreKEDA(ctx context.Context, original []byte) error
+}

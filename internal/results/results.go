@@ -98,6 +98,79 @@ type Cell struct {
 	NotApplicable string             `json:"notApplicable,omitempty"`
 	// Gang is the gang-quota suite's record of the cell (nil for other suites).
 	Gang *Gang `json:"gang,omitempty"`
+	// Autoscale is the pool-autoscaling suite's record of the cell (nil for other suites).
+	Autoscale *Autoscale `json:"autoscale,omitempty"`
+}
+
+// Autoscale is one arm of the pool-autoscaling experiment: a demand profile of claims against a
+// SandboxWarmPool, with a KEDA ScaledObject driving the pool's /scale, or without (control).
+type Autoscale struct {
+	Arm             string  `json:"arm"` // keda | control
+	Profile         []int   `json:"profile"`
+	StepSeconds     float64 `json:"stepSeconds"`
+	MetricType      string  `json:"metricType"`
+	Target          float64 `json:"target"`
+	Min             int     `json:"min"`
+	Max             int     `json:"max"`
+	PollingInterval string  `json:"pollingInterval"`
+	HPASyncPeriod   string  `json:"hpaSyncPeriod"` // "" when the control plane does not say
+	KEDAVersion     string  `json:"kedaVersion,omitempty"`
+	ScaledObject    string  `json:"scaledObject,omitempty"`
+	HPA             string  `json:"hpa,omitempty"`
+	ExporterURL     string  `json:"exporterURL"`
+	// MetricReadSeconds: ScaledObject created -> its HPA reported a current metric value.
+	MetricReadSeconds *float64          `json:"metricReadSeconds,omitempty"`
+	Steps             []AutoscaleStep   `json:"steps"`
+	Samples           []AutoscaleSample `json:"samples"`
+	// ExporterHits are the seconds (after T0) at which the exporter was read, and what it served.
+	ExporterHits []AutoscaleHit `json:"exporterHits"`
+	// APIWrites are the mutating requests (POST/PUT/PATCH/DELETE) the API server counted during
+	// the profile, by resource (apiserver_request_total deltas).
+	APIWrites map[string]float64 `json:"apiWrites,omitempty"`
+	// ReplicaChanges counts the writes of spec.replicas the pool saw (the decisions).
+	ReplicaChanges int      `json:"replicaChanges"`
+	MinSpec        int      `json:"minSpec"`
+	MaxSpec        int      `json:"maxSpec"`
+	EndSpec        int      `json:"endSpec"`
+	Assertions     []string `json:"assertions"` // "PASS: ..." / "FAIL: ..." lines, as printed
+	Warm           int      `json:"warm"`
+	Cold           int      `json:"cold"`
+}
+
+// AutoscaleStep is one demand step and how the pool followed it.
+type AutoscaleStep struct {
+	Demand int     `json:"demand"`
+	T      float64 `json:"t"` // step start, seconds after T0
+	// Expected is what the HPA should decide with AverageValue: clamp(ceil(demand/target), min,
+	// max); -1 with Value, whose decision depends on ready pods (proportional control).
+	Expected int `json:"expected"`
+	// Decision is spec.replicas at the end of the step; DecisionSeconds the time from the step to
+	// the first spec.replicas equal to it (nil when it did not change during the step).
+	Decision        int      `json:"decision"`
+	DecisionSeconds *float64 `json:"decisionSeconds"`
+	// Capacity is status.readyReplicas at the end of the step; CapacitySeconds the time from the
+	// step until readyReplicas first equalled Decision (nil when it did not change or never did).
+	Capacity        int      `json:"capacity"`
+	CapacitySeconds *float64 `json:"capacitySeconds"`
+	PeakSpec        int      `json:"peakSpec"`
+	Overshoot       int      `json:"overshoot"` // spec.replicas above both the step's start and its final decision
+	Warm            int      `json:"warm"`      // claims created at this step bound to a warm sandbox
+	Cold            int      `json:"cold"`
+}
+
+// AutoscaleSample is the pool and demand at one moment.
+type AutoscaleSample struct {
+	T        float64 `json:"t"`
+	Demand   int     `json:"demand"` // claims that exist
+	Spec     int     `json:"spec"`   // pool spec.replicas (the decision)
+	Replicas int     `json:"replicas"`
+	Ready    int     `json:"ready"` // pool status.readyReplicas (the capacity)
+}
+
+// AutoscaleHit is one read of the demand exporter.
+type AutoscaleHit struct {
+	T     float64 `json:"t"`
+	Value int     `json:"value"`
 }
 
 // Gang is one arm of the gang-quota experiment: a Kueue-managed LeaderWorkerSet admitted under

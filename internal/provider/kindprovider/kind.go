@@ -181,7 +181,8 @@ func (p *Provider) Connect(ctx context.Context) (provider.Cluster, error) {
 	}
 	kp := &kubeconfigprovider.Provider{Kubeconfig: kc.GetKubeconfig(), Context: kc.GetKubectlContext(),
 		Namespace: p.cfg.Controller.Namespace, Deployment: p.cfg.Controller.Deployment, Name_: "kind",
-		KueueNamespace: p.cfg.GangQuota.KueueNamespace, KueueDeployment: p.cfg.GangQuota.KueueDeployment}
+		KueueNamespace: p.cfg.GangQuota.KueueNamespace, KueueDeployment: p.cfg.GangQuota.KueueDeployment,
+		ExporterURL: p.cfg.Autoscale.ExporterURL}
 	rc := kc.KubernetesRestConfig()
 	rc.QPS, rc.Burst = -1, 0
 	cl, err := kubeconfigprovider.NewCluster(kp, rc, true, kc.Destroy)

@@ -23,6 +23,7 @@ type Provider struct {
 	Kubeconfig, Context, AllowContext string
 	Namespace, Deployment             string
 	KueueNamespace, KueueDeployment   string
+	ExporterURL                       string
 	Name_                             string
 }
 
@@ -32,6 +33,7 @@ func Factory(cfg *config.Resolved) (provider.Provider, error) {
 		Kubeconfig: cfg.Cluster.Kubeconfig, Context: cfg.Cluster.Context, AllowContext: cfg.Cluster.AllowContext,
 		Namespace: cfg.Controller.Namespace, Deployment: cfg.Controller.Deployment, Name_: "kubeconfig",
 		KueueNamespace: cfg.GangQuota.KueueNamespace, KueueDeployment: cfg.GangQuota.KueueDeployment,
+		ExporterURL: cfg.Autoscale.ExporterURL,
 	}, nil
 }
 

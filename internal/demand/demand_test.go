@@ -1,0 +1,87 @@
+package demand
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
+)
+
+func claim(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim"}}
+	u.SetName(name)
+	u.SetNamespace("ns")
+	return u
+}
+
+func get(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]int
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return body["claims"]
+}
+
+func TestExporterCountsAndKeepsLastCountOnAPIErrors(t *testing.T) {
+	scheme := runtime.NewScheme()
+	dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
+		map[schema.GroupVersionResource]string{agentsandbox.ClaimGVR: "SandboxClaimList"}, claim("a"), claim("b"))
+	ctx := context.Background()
+	e, err := Start(ctx, dc, "ns", "", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Stop(ctx) }()
+	if n := get(t, e.URL()); n != 2 {
+		t.Fatalf("served %d, want 2", n)
+	}
+	if err := dc.Resource(agentsandbox.ClaimGVR).Namespace("ns").Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitServed(t, e, 1)
+	// From now on every list and watch fails: the exporter keeps serving the last count.
+	fail := func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("apiserver unavailable")
+	}
+	dc.PrependReactor("list", "*", fail)
+	dc.PrependWatchReactor("*", func(clienttesting.Action) (bool, watch.Interface, error) {
+		return true, nil, errors.New("apiserver unavailable")
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := get(t, e.URL()); n != 1 {
+		t.Errorf("after API errors served %d, want the last count 1", n)
+	}
+	if h := e.Hits(); len(h) < 3 || h[0].Value != 2 {
+		t.Errorf("hits %v", h)
+	}
+}
+
+func waitServed(t *testing.T, e *Exporter, want int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if get(t, e.URL()) == want {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("never served %d", want)
+}

@@ -1,0 +1,143 @@
+package reports
+
+import (
+	"fmt"
+	"html/template"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/brakebench/brakebench/internal/results"
+)
+
+// AutoscaleArm is one pool-autoscaling cell in the report.
+type AutoscaleArm struct {
+	Cell, Arm, Profile, Settings, Writes string
+	Assertions                           []string
+	Steps                                []AutoscaleStepRow
+	Chart                                template.HTML
+}
+
+// AutoscaleStepRow is one demand step.
+type AutoscaleStepRow struct {
+	Demand, Expected, Decision, DecisionAfter, Capacity, CapacityAfter, Peak, Warm, Cold string
+}
+
+func secsOrDash(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f s", *p)
+}
+
+func autoscaleArms(r *results.Results) ([]AutoscaleArm, error) {
+	var out []AutoscaleArm
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		a := c.Autoscale
+		if a == nil {
+			continue
+		}
+		prof := make([]string, len(a.Profile))
+		for i, d := range a.Profile {
+			prof[i] = fmt.Sprint(d)
+		}
+		sync := a.HPASyncPeriod
+		if sync == "" {
+			sync = "unknown (managed control plane)"
+		}
+		arm := AutoscaleArm{Cell: c.ID, Arm: a.Arm, Profile: strings.Join(prof, " -> "), Assertions: a.Assertions,
+			Settings: fmt.Sprintf("%s target %g, min %d, max %d, step %.0f s, HPA sync %s, pollingInterval %s", a.MetricType, a.Target, a.Min, a.Max, a.StepSeconds, sync, a.PollingInterval)}
+		if a.Arm == "control" {
+			arm.Settings = fmt.Sprintf("no autoscaler, pool fixed at %d, step %.0f s", a.Min, a.StepSeconds)
+		}
+		if c.Error != "" {
+			arm.Assertions = append(arm.Assertions, "error: "+c.Error)
+		}
+		var keys []string
+		for k := range a.APIWrites {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var w []string
+		for _, k := range keys {
+			w = append(w, fmt.Sprintf("%s %.0f", k, a.APIWrites[k]))
+		}
+		arm.Writes = strings.Join(w, ", ")
+		if arm.Writes == "" {
+			arm.Writes = "none"
+		}
+		for _, s := range a.Steps {
+			exp := "-"
+			if s.Expected >= 0 {
+				exp = fmt.Sprint(s.Expected)
+			}
+			arm.Steps = append(arm.Steps, AutoscaleStepRow{Demand: fmt.Sprint(s.Demand), Expected: exp, Decision: fmt.Sprint(s.Decision),
+				DecisionAfter: secsOrDash(s.DecisionSeconds), Capacity: fmt.Sprint(s.Capacity), CapacityAfter: secsOrDash(s.CapacitySeconds),
+				Peak: fmt.Sprint(s.PeakSpec), Warm: fmt.Sprint(s.Warm), Cold: fmt.Sprint(s.Cold)})
+		}
+		if len(a.Samples) > 0 {
+			svg, err := autoscaleChart(c)
+			if err != nil {
+				return nil, err
+			}
+			arm.Chart = template.HTML(svg)
+		}
+		out = append(out, arm)
+	}
+	return out, nil
+}
+
+// autoscaleChart draws demand, the decision (spec.replicas) and the capacity (readyReplicas)
+// over the profile, with the exporter's reads as ticks on the time axis.
+func autoscaleChart(c *results.Cell) (string, error) {
+	a := c.Autoscale
+	p := newPlot(fmt.Sprintf("%s: demand, decision and capacity", c.ID), "seconds after the first step", "claims / replicas")
+	end := a.StepSeconds * float64(len(a.Steps))
+	line := func(i int, name string, val func(results.AutoscaleSample) float64) error {
+		pts := make(plotter.XYs, 0, len(a.Samples)+1)
+		for _, s := range a.Samples {
+			pts = append(pts, plotter.XY{X: s.T, Y: val(s)})
+		}
+		pts = append(pts, plotter.XY{X: end, Y: val(a.Samples[len(a.Samples)-1])})
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.StepStyle = plotter.PostStep
+		l.LineStyle = style(i)
+		p.Add(l)
+		p.Legend.Add(name, l)
+		return nil
+	}
+	for i, ln := range []struct {
+		name string
+		f    func(results.AutoscaleSample) float64
+	}{
+		{"demand (claims)", func(s results.AutoscaleSample) float64 { return float64(s.Demand) }},
+		{"decision: spec.replicas", func(s results.AutoscaleSample) float64 { return float64(s.Spec) }},
+		{"capacity: status.readyReplicas", func(s results.AutoscaleSample) float64 { return float64(s.Ready) }},
+	} {
+		if err := line(i, ln.name, ln.f); err != nil {
+			return "", err
+		}
+	}
+	if len(a.ExporterHits) > 0 {
+		pts := make(plotter.XYs, len(a.ExporterHits))
+		for i, h := range a.ExporterHits {
+			pts[i] = plotter.XY{X: h.T, Y: 0}
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return "", err
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: palette[3], Radius: vg.Points(2), Shape: draw.PlusGlyph{}}
+		p.Add(sc)
+		p.Legend.Add("exporter read by KEDA/HPA", sc)
+	}
+	p.Y.Min = 0
+	return svg(p, 16*vg.Centimeter, 8*vg.Centimeter)
+}

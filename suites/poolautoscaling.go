@@ -1,0 +1,456 @@
+package suites
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/analysis"
+	"github.com/brakebench/brakebench/internal/config"
+	"github.com/brakebench/brakebench/internal/demand"
+	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/provider"
+	"github.com/brakebench/brakebench/internal/recorder"
+	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/sut/keda"
+	"github.com/brakebench/brakebench/loadgen"
+)
+
+// poolAutoscaling is the warm-pool blueprint's autoscaler: a demand exporter counts claims, a
+// KEDA ScaledObject (metrics-api trigger) reads the count and the HPA KEDA creates writes the
+// pool's /scale. The control arm meets the same demand with no autoscaler.
+type poolAutoscaling struct{}
+
+// PoolAutoscaling is the pool-autoscaling suite.
+func PoolAutoscaling() Suite { return poolAutoscaling{} }
+
+func (poolAutoscaling) Name() string { return "pool-autoscaling" }
+func (poolAutoscaling) Description() string {
+	return "KEDA drives a SandboxWarmPool with claim demand (metrics-api trigger on a demand exporter) against a no-autoscaler control: decision vs capacity over time, step latency, overshoot, API writes"
+}
+func (poolAutoscaling) Brakes() []string { return config.BrakeCells[:4] }
+func (poolAutoscaling) Faults() []string { return nil }
+
+const scaledObjectName = "pool-demand"
+
+// Plan is refill brakes x profiles x arms x repetitions in a seeded random order.
+func (poolAutoscaling) Plan(cfg *config.Resolved, _ PlanContext) (*Plan, error) {
+	a := cfg.Autoscale
+	seed := cfg.Matrix.Seed
+	if seed == 0 {
+		seed = time.Now().UnixNano()%1_000_000_000 + 1
+	}
+	p := &Plan{Suite: "pool-autoscaling", Seed: seed}
+	for _, b := range cfg.Matrix.Brakes {
+		if b == "apf-insulation" {
+			return nil, &config.Error{Source: cfg.Source("matrix.brakes"), Key: "matrix.brakes", Msg: "pool-autoscaling runs the refill brakes (none, replenish-delay, max-refill-rate, both) under the autoscaler, not apf-insulation"}
+		}
+		flags, br := brakeFlags(b, cfg.Brakes)
+		flags = append(flags, cfg.Controller.Args...)
+		for _, prof := range a.Profiles {
+			for _, arm := range a.Arms {
+				name := arm
+				if len(a.Profiles) > 1 {
+					name += "@" + profileLabel(prof)
+				}
+				if len(cfg.Matrix.Brakes) > 1 || b != "none" {
+					name += "+" + b
+				}
+				p.Names = append(p.Names, name)
+				if p.Baseline == "" && arm == "control" {
+					p.Baseline = name
+				}
+				for rep := 1; rep <= cfg.Matrix.Repetitions; rep++ {
+					p.Cells = append(p.Cells, PlannedCell{ID: fmt.Sprintf("%s#%d", name, rep), Name: name, Rep: rep,
+						Flags: flags, FillFlags: flags, Brake: br, Arm: arm, Profile: prof})
+				}
+			}
+		}
+	}
+	if p.Baseline == "" {
+		p.Baseline = p.Names[0]
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6b656461))
+	rng.Shuffle(len(p.Cells), func(i, j int) { p.Cells[i], p.Cells[j] = p.Cells[j], p.Cells[i] })
+	where := "lab: KEDA's operator and metrics adapter (built on first use, ~8-13 min cold) run as local processes; an APIService for external.metrics.k8s.io and an ExternalName Service route to the adapter on localhost; both are deleted and the processes stopped at the end"
+	if a.HPASyncPeriod > 0 {
+		where += fmt.Sprintf("; kube-controller-manager restarted with --horizontal-pod-autoscaler-sync-period=%s and restored afterwards", a.HPASyncPeriod)
+	}
+	if cfg.Cluster.Provider != "lab" {
+		where = fmt.Sprintf("%s: the installed KEDA is used as it is; KEDA reads demand from %s (run `brakebench exporter` there)", cfg.Cluster.Provider, a.ExporterURL)
+	}
+	p.Changes = []string{
+		where,
+		fmt.Sprintf("per cell: a namespace bb-<run>-<n> labelled app.kubernetes.io/managed-by=brakebench with a SandboxTemplate, a SandboxWarmPool of %d and the profile's claims (each step held %s); keda cells add a ScaledObject (%s target %g, min %d) whose HPA is confirmed gone before the namespace is deleted",
+			a.MinReplicas, a.StepDuration, a.MetricType, a.TargetValue, a.MinReplicas),
+		"per cell (lab): the demand exporter serves the namespace's claim count on 127.0.0.1 while the cell runs",
+	}
+	return p, nil
+}
+
+// profileLabel is a profile as cell names show it ("0-3-0").
+func profileLabel(p string) string {
+	steps, _ := config.ParseProfile(p)
+	parts := make([]string, len(steps))
+	for i, d := range steps {
+		parts[i] = fmt.Sprint(d)
+	}
+	return strings.Join(parts, "-")
+}
+
+// Run executes the cells in plan order.
+func (s poolAutoscaling) Run(ctx context.Context, env *Env, plan *Plan) (*results.Results, error) {
+	res := newResults(ctx, env, plan, s.Name())
+	kc, ok := env.Cluster.(provider.KEDACluster)
+	if !ok {
+		return nil, fmt.Errorf("cluster provider %s cannot provide KEDA", env.Cluster.Info().Provider)
+	}
+	needKEDA := false
+	for _, c := range plan.Cells {
+		needKEDA = needKEDA || c.Arm == "keda"
+	}
+	var k provider.KEDA
+	if needKEDA {
+		sync := ""
+		if p := env.Config.Autoscale.HPASyncPeriod; p > 0 {
+			sync = p.String()
+		}
+		var restore func(context.Context) error
+		var err error
+		k, restore, err = kc.KEDA(ctx, sync, func(orig []byte) error {
+			return env.Journal.Record(faults.Entry{Op: faults.OpChanged, Kind: "KEDA", Ref: "keda", Original: orig})
+		})
+		if restore != nil {
+			env.Reverts.Push("KEDA / HPA sync period", func(ctx context.Context) error {
+				if err := restore(ctx); err != nil {
+					return err
+				}
+				return env.Journal.Record(faults.Entry{Op: faults.OpReverted, Ref: "keda"})
+			})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("KEDA: %w", err)
+		}
+		if env.Versions != nil && k.Version() != "" {
+			env.Versions["keda"] = k.Version()
+		}
+	}
+	registered := false
+	for i, pc := range plan.Cells {
+		if ctx.Err() != nil {
+			res.Errors = append(res.Errors, "interrupted before cell "+pc.ID)
+			break
+		}
+		env.Progress.Printf("==> cell %d/%d: %s (profile %s, controller flags %v)", i+1, len(plan.Cells), pc.ID, pc.Profile, pc.Flags)
+		var cell results.Cell
+		if err := configureController(ctx, env, "", pc.Flags, &registered); err != nil {
+			cell = results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, Error: "configure controller: " + err.Error()}
+		} else {
+			cell = s.runCell(ctx, env, k, pc, i)
+		}
+		version, flags := env.Cluster.Controller().Current()
+		cell.Controller = results.Controller{Version: version, Flags: flags}
+		res.Cells = append(res.Cells, cell)
+		res.CellOrder = append(res.CellOrder, pc.ID)
+		if cell.Error != "" {
+			res.Errors = append(res.Errors, pc.ID+": "+cell.Error)
+			env.Progress.Printf("    error: %s", cell.Error)
+			continue
+		}
+		for _, a := range cell.Autoscale.Assertions {
+			env.Progress.Printf("    %s", a)
+		}
+	}
+	res.Summary = analysis.Summarize(res.Cells, plan.Names, res.Baseline, plan.Seed)
+	res.EndedAt = time.Now().UTC()
+	return res, nil
+}
+
+func (poolAutoscaling) runCell(ctx context.Context, env *Env, k provider.KEDA, pc PlannedCell, idx int) (cell results.Cell) {
+	a := env.Config.Autoscale
+	c := env.Clients
+	ns := fmt.Sprintf("bb-%s-%02d", env.RunID, idx)
+	cell = results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, Namespace: ns}
+	profile, _ := config.ParseProfile(pc.Profile)
+	maxR := a.MaxReplicas
+	if maxR == 0 {
+		for _, d := range profile {
+			maxR = max(maxR, d)
+		}
+		maxR = max(maxR, a.MinReplicas)
+	}
+	as := &results.Autoscale{Arm: pc.Arm, Profile: profile, StepSeconds: a.StepDuration.Seconds(), MetricType: a.MetricType, Target: a.TargetValue,
+		Min: a.MinReplicas, Max: maxR, PollingInterval: a.PollingInterval.String()}
+	if k != nil {
+		as.HPASyncPeriod, as.KEDAVersion = k.HPASyncPeriod(), k.Version()
+	}
+	cell.Autoscale = as
+	labels := map[string]string{kube.ManagedByKey: kube.ManagedByValue, kube.RunIDKey: env.RunID}
+	cellStart := time.Now()
+	var cellReverts faults.Stack
+	env.Reverts.Push("cell "+pc.ID, cellReverts.Run)
+	defer func() {
+		teardown := time.Now()
+		if err := cellReverts.Run(context.WithoutCancel(ctx)); err != nil && cell.Error == "" {
+			cell.Error = err.Error()
+		}
+		cell.Phases = map[string]float64{"teardown": time.Since(teardown).Seconds(), "total": time.Since(cellStart).Seconds()}
+	}()
+	cellReverts.Push("namespace "+ns, func(ctx context.Context) error { return DeleteNamespace(ctx, c, ns, 5*time.Minute) })
+	if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+		cell.Error = "create namespace: " + err.Error()
+		return cell
+	}
+	rec, err := recorder.Start(ctx, c, ns)
+	if err != nil {
+		cell.Error = err.Error()
+		return cell
+	}
+	defer rec.Stop()
+	hpas, stopHPA, err := hpaInformer(ctx, c, ns)
+	if err != nil {
+		cell.Error = err.Error()
+		return cell
+	}
+	defer stopHPA()
+	if err := c.Apply(ctx, BenchObjects(ns, a.MinReplicas, env.Config.Workload.Image), labels); err != nil {
+		cell.Error = err.Error()
+		return cell
+	}
+	if !rec.WaitFor(ctx, a.SettleTimeout, func() bool { r, _ := rec.PoolReady(PoolName); return r >= int64(a.MinReplicas) }) {
+		cell.Error = fmt.Sprintf("pool did not fill to %d within %s", a.MinReplicas, a.SettleTimeout)
+		return cell
+	}
+	// The demand exporter: served here on the lab; elsewhere KEDA reads the configured one.
+	var exp *demand.Exporter
+	url := env.Config.Autoscale.ExporterURL
+	if k == nil || k.ServesExporter() {
+		if exp, err = demand.Start(ctx, c.Dynamic, ns, "", "127.0.0.1:0"); err != nil {
+			cell.Error = err.Error()
+			return cell
+		}
+		cellReverts.Push("demand exporter", exp.Stop)
+		url = exp.URL()
+		if k != nil {
+			url = k.ExporterURL(url)
+		}
+	}
+	as.ExporterURL = url
+	targets := env.Cluster.MetricsTargets()
+	before := scrapeAll(ctx, env, targets[:1]) // the API server's request counts
+	if pc.Arm == "keda" {
+		so := keda.ScaledObject(ns, scaledObjectName, keda.ScaledObjectSpec{Pool: PoolName, URL: url, MetricType: a.MetricType, Target: a.TargetValue,
+			Min: a.MinReplicas, Max: maxR, PollingInterval: a.PollingInterval, ScaleDownStabilization: a.ScaleDownStabilization})
+		as.ScaledObject, as.HPA = so.GetName(), keda.HPAName(so.GetName())
+		// Deleting the ScaledObject makes KEDA delete its HPA; the HPA must be gone before the
+		// namespace goes (it would otherwise scale a pool mid-teardown).
+		cellReverts.Push("ScaledObject "+so.GetName(), func(ctx context.Context) error {
+			if err := DeleteAndWait(ctx, c, keda.ScaledObjectGVR, ns, so.GetName(), 2*time.Minute); err != nil {
+				return err
+			}
+			return DeleteAndWait(ctx, c, keda.HPAGVR, ns, as.HPA, 2*time.Minute)
+		})
+		created := time.Now()
+		if err := c.Apply(ctx, []*unstructured.Unstructured{so}, labels); err != nil {
+			cell.Error = "create ScaledObject: " + err.Error()
+			return cell
+		}
+		if !waitCache(ctx, a.SettleTimeout, func() bool { return hpaHasMetric(hpas, as.HPA) }) {
+			cell.Error = fmt.Sprintf("KEDA's HPA %s reported no metric within %s (is the metrics adapter's APIService available?)", as.HPA, a.SettleTimeout)
+			return cell
+		}
+		secs := time.Since(created).Seconds()
+		as.MetricReadSeconds = &secs
+	} else if n := len(hpas.GetStore().List()); n > 0 {
+		cell.Error = fmt.Sprintf("control arm: %d HorizontalPodAutoscaler(s) in %s; the control must run without an autoscaler", n, ns)
+		return cell
+	}
+
+	// The profile: hold each step's claim count for StepDuration.
+	gen := &loadgen.Generator{Namespace: ns, Pool: PoolName, Prefix: "claim-", Labels: labels}
+	dm := &demandSetter{c: c, gen: gen, ns: ns}
+	t0 := time.Now()
+	var created [][]string
+	for i, d := range profile {
+		stepStart := t0.Add(time.Duration(i) * a.StepDuration)
+		names, err := dm.set(ctx, d)
+		if err != nil {
+			cell.Error = fmt.Sprintf("step %d (%d claims): %v", i, d, err)
+			return cell
+		}
+		created = append(created, names)
+		as.Steps = append(as.Steps, results.AutoscaleStep{Demand: d, T: stepStart.Sub(t0).Seconds(), Expected: expected(a, d, maxR)})
+		select {
+		case <-ctx.Done():
+			cell.Error = "interrupted"
+			return cell
+		case <-time.After(time.Until(stepStart.Add(a.StepDuration))):
+		}
+	}
+	end := time.Now()
+	after := scrapeAll(ctx, env, targets[:1])
+	as.APIWrites = autoscalerWrites(deltas(before, after))
+	snap := rec.Snapshot()
+	assembleAutoscale(as, snap, dm.history(), created, t0, end)
+	as.ExporterHits = []results.AutoscaleHit{}
+	if exp != nil {
+		for _, h := range exp.Hits() {
+			if !h.At.Before(t0) && !h.At.After(end) {
+				as.ExporterHits = append(as.ExporterHits, results.AutoscaleHit{T: h.At.Sub(t0).Seconds(), Value: h.Value})
+			}
+		}
+	}
+	as.Assertions = autoscaleAssertions(as)
+	return cell
+}
+
+// expected is the HPA's decision for demand d under AverageValue (ceil(d/target) clamped to
+// [min, max]); -1 under Value, where the decision depends on how many pods are ready.
+func expected(a config.Autoscale, d, maxR int) int {
+	if a.MetricType != "AverageValue" {
+		return -1
+	}
+	return min(max(int(math.Ceil(float64(d)/a.TargetValue)), a.MinReplicas), maxR)
+}
+
+// demandSetter creates and deletes claims to hold a given demand, and records when it changed.
+type demandSetter struct {
+	c    *kube.Clients
+	gen  *loadgen.Generator
+	ns   string
+	next int
+	live []string
+	hist []demandPoint
+}
+
+type demandPoint struct {
+	at time.Time
+	n  int
+}
+
+// set brings the claim count to n (new claims in parallel; the newest are deleted first) and
+// returns the names it created.
+func (d *demandSetter) set(ctx context.Context, n int) ([]string, error) {
+	ri := d.c.Dynamic.Resource(claimGVR()).Namespace(d.ns)
+	var made []string
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for len(d.live)+len(made) < n {
+		i := d.next
+		d.next++
+		name := d.gen.ClaimName(i)
+		made = append(made, name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := ri.Create(ctx, d.gen.Claim(i, time.Now()), metav1.CreateOptions{}); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	for len(d.live) > n {
+		name := d.live[len(d.live)-1]
+		d.live = d.live[:len(d.live)-1]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := ri.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	d.live = append(d.live, made...)
+	d.hist = append(d.hist, demandPoint{time.Now(), len(d.live)})
+	if len(errs) > 0 {
+		return made, fmt.Errorf("%d claim write(s) failed, first: %w", len(errs), errs[0])
+	}
+	return made, nil
+}
+
+func (d *demandSetter) history() []demandPoint { return d.hist }
+
+// hpaInformer watches the namespace's HorizontalPodAutoscalers.
+func hpaInformer(ctx context.Context, c *kube.Clients, ns string) (cache.SharedIndexInformer, func(), error) {
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.Dynamic, 0, ns, nil)
+	inf := f.ForResource(keda.HPAGVR).Informer()
+	stop := make(chan struct{})
+	f.Start(stop)
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if !cache.WaitForCacheSync(sctx.Done(), inf.HasSynced) {
+		close(stop)
+		return nil, nil, fmt.Errorf("HPA informer did not sync")
+	}
+	return inf, func() { close(stop) }, nil
+}
+
+func hpaHasMetric(inf cache.SharedIndexInformer, name string) bool {
+	for _, o := range inf.GetStore().List() {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok || u.GetName() != name {
+			continue
+		}
+		cm, _, _ := unstructured.NestedSlice(u.Object, "status", "currentMetrics")
+		return len(cm) > 0
+	}
+	return false
+}
+
+// waitCache re-checks cond (which reads informer caches, not the API) every 100 ms.
+func waitCache(ctx context.Context, timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return true
+}
+
+// autoscalerWrites sums the API server's mutating requests on the resources an autoscaler
+// touches (HPA, ScaledObject, the pool and its scale subresource).
+func autoscalerWrites(d map[string]results.Scrape) map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range d["kube-apiserver"].Series {
+		if s.Name != "apiserver_request_total" {
+			continue
+		}
+		switch s.Labels["verb"] {
+		case "POST", "PUT", "PATCH", "DELETE", "APPLY":
+		default:
+			continue
+		}
+		r := s.Labels["resource"]
+		if sub := s.Labels["subresource"]; sub != "" {
+			r += "/" + sub
+		}
+		switch s.Labels["resource"] {
+		case "horizontalpodautoscalers", "scaledobjects", "sandboxwarmpools":
+			out[r] += s.Value
+		}
+	}
+	return out
+}
