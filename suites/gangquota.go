@@ -96,7 +96,7 @@ func (s gangQuota) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("Kueue: %w", err)
+		return nil, fmt.Errorf("start or find Kueue: %w", err)
 	}
 	if env.Versions != nil && kq.Version() != "" {
 		env.Versions["kueue"] = kq.Version()

@@ -141,7 +141,7 @@ func (s poolAutoscaling) Run(ctx context.Context, env *Env, plan *Plan) (*result
 			})
 		}
 		if err != nil {
-			return nil, fmt.Errorf("KEDA: %w", err)
+			return nil, fmt.Errorf("start or find KEDA: %w", err)
 		}
 		if env.Versions != nil && k.Version() != "" {
 			env.Versions["keda"] = k.Version()

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/brakebench/brakebench/internal/demand"
 	"github.com/brakebench/brakebench/internal/kube"
@@ -19,17 +20,30 @@ import (
 // harness: run it in a pod (in-cluster config, a namespaced read-only Role on sandboxclaims) or
 // anywhere KEDA can reach, and point poolAutoscaling.exporterURL at it.
 func (a *app) exporterCmd() *cobra.Command {
-	var ns, selector, listen, kubeconfig, kubeContext string
+	var ns, selector, listen, kubeconfig, kubeContext, image, installNS string
+	var printManifests bool
 	cmd := &cobra.Command{
 		Use:   "exporter",
 		Short: "Serve the count of SandboxClaims in a namespace as JSON for KEDA's metrics-api scaler",
-		Long: "Serves {\"claims\": N} at " + demand.Path + ", N being the SandboxClaims in --namespace (matching --selector),\n" +
-			"from an informer: an API error leaves the last count in place instead of reading as zero demand.\n" +
-			"In a pod it uses the in-cluster config and needs only get/list/watch on sandboxclaims in the namespace.",
+		Long: "Serves {\"claims\": N} at " + demand.Path + ", N being the SandboxClaims matching --selector (in --namespace, or\n" +
+			"every namespace), from an informer: an API error leaves the last count in place instead of reading as\n" +
+			"zero demand. In a pod it uses the in-cluster config and needs only get/list/watch on sandboxclaims.\n" +
+			"--print-manifests prints what runs it in-cluster.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if ns == "" {
-				return badInput(fmt.Errorf("--namespace is required"))
+			if printManifests {
+				if image == "" {
+					return badInput(fmt.Errorf("--print-manifests needs --image (an image built from this repository; brakebench publishes none)"))
+				}
+				for _, o := range demand.Manifests(installNS, ns, selector, image, 8080) {
+					raw, err := yaml.Marshal(o.Object)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(a.stdout, "---\n%s", raw)
+				}
+				fmt.Fprintf(a.stdout, "# KEDA reads: --set poolAutoscaling.exporterURL=http://brakebench-demand.%s.svc:8080%s\n", installNS, demand.Path)
+				return nil
 			}
 			rc, err := rest.InClusterConfig()
 			if err != nil || kubeconfig != "" || kubeContext != "" {
@@ -47,17 +61,24 @@ func (a *app) exporterCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "serving the SandboxClaim count of namespace %s at http://%s%s\n", ns, e.Addr(), demand.Path)
+			where := "every namespace"
+			if ns != "" {
+				where = "namespace " + ns
+			}
+			fmt.Fprintf(a.stdout, "serving the count of SandboxClaims matching %q in %s at http://%s%s\n", selector, where, e.Addr(), demand.Path)
 			<-ctx.Done()
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			return e.Stop(sctx)
 		},
 	}
-	cmd.Flags().StringVar(&ns, "namespace", "", "namespace whose SandboxClaims are counted")
-	cmd.Flags().StringVar(&selector, "selector", "", "label selector of the claims to count (default: all)")
+	cmd.Flags().StringVar(&ns, "namespace", "", "namespace whose SandboxClaims are counted (default: every namespace; a suite run uses a new namespace per cell)")
+	cmd.Flags().StringVar(&selector, "selector", kube.ManagedByKey+"="+kube.ManagedByValue, "label selector of the claims to count (default: the claims brakebench creates)")
+	cmd.Flags().StringVar(&installNS, "install-namespace", "brakebench", "with --print-manifests: the namespace the exporter runs in")
 	cmd.Flags().StringVar(&listen, "listen", ":8080", "address to serve on")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster config, else $KUBECONFIG)")
 	cmd.Flags().StringVar(&kubeContext, "context", "", "kubeconfig context")
+	cmd.Flags().BoolVar(&printManifests, "print-manifests", false, "print a Deployment, Service, ServiceAccount and read-only Role that run the exporter in --namespace, and exit")
+	cmd.Flags().StringVar(&image, "image", "", "with --print-manifests: the brakebench image to run")
 	return cmd
 }

@@ -85,3 +85,36 @@ func waitServed(t *testing.T, e *Exporter, want int) {
 	}
 	t.Fatalf("never served %d", want)
 }
+
+func TestManifestsAreReadOnlyAndNamespaced(t *testing.T) {
+	objs := Manifests("demo", "", "a=b", "img:1", 8080)
+	kinds := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		cluster := o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding"
+		if (o.GetNamespace() != "demo") != cluster {
+			t.Errorf("%s %s in namespace %q", o.GetKind(), o.GetName(), o.GetNamespace())
+		}
+		kinds[o.GetKind()] = o
+	}
+	kinds["Role"] = kinds["ClusterRole"]
+	kinds["RoleBinding"] = kinds["ClusterRoleBinding"]
+	for _, k := range []string{"ServiceAccount", "Role", "RoleBinding", "Deployment", "Service"} {
+		if kinds[k] == nil {
+			t.Fatalf("no %s", k)
+		}
+	}
+	rules, _, _ := unstructured.NestedSlice(kinds["Role"].Object, "rules")
+	for _, v := range rules[0].(map[string]any)["verbs"].([]any) {
+		if v != "get" && v != "list" && v != "watch" {
+			t.Errorf("the exporter's Role must be read-only, has %v", v)
+		}
+	}
+	cs, _, _ := unstructured.NestedSlice(kinds["Deployment"].Object, "spec", "template", "spec", "containers")
+	args := cs[0].(map[string]any)["args"].([]any)
+	if args[0] != "exporter" || args[4] != "a=b" {
+		t.Errorf("args %v", args)
+	}
+	if one := Manifests("demo", "claims-ns", "a=b", "img:1", 8080); one[1].GetKind() != "Role" || one[1].GetNamespace() != "claims-ns" {
+		t.Errorf("watching one namespace needs only a Role there: %v", one[1])
+	}
+}

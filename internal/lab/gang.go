@@ -232,7 +232,7 @@ func (l *Lab) startKueue(ctx context.Context, s *State, gates []string) error {
 		return err
 	}
 	if err := waitHTTP(ctx, g.KueueHealthURL, 120*time.Second, func() bool { return alive(p.PID, p.Binary) }); err != nil {
-		return fmt.Errorf("Kueue did not become ready (log %s): %w\n%s", p.Log, err, tailFile(p.Log, 2000))
+		return fmt.Errorf("the Kueue manager did not become ready (log %s): %w\n%s", p.Log, err, tailFile(p.Log, 2000))
 	}
 	return nil
 }
@@ -299,7 +299,7 @@ func (l *Lab) placeKueueMetricsCert(certDir string) (string, error) {
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("Kueue %s reads its metrics certificate from the hard-coded %s (internal certificates off); the lab cannot create it: %w (run as a user who can, e.g. root in CI)", l.versions.Kueue, dir, err)
+		return "", fmt.Errorf("the Kueue %s manager reads its metrics certificate from the hard-coded %s (internal certificates off); the lab cannot create it: %w (run as a user who can, e.g. root in CI)", l.versions.Kueue, dir, err)
 	}
 	for _, f := range []string{"tls.crt", "tls.key", l.markerName()} {
 		var b []byte

@@ -26,7 +26,7 @@ type Deployment struct {
 func (d *Deployment) Args(ctx context.Context) (container string, args []string, image string, err error) {
 	dep, err := d.Client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
 	if err != nil {
-		return "", nil, "", fmt.Errorf("Kueue manager Deployment %s/%s (set gangQuota.kueueNamespace/kueueDeployment): %w", d.Namespace, d.Name, err)
+		return "", nil, "", fmt.Errorf("the Kueue manager Deployment %s/%s (set gangQuota.kueueNamespace/kueueDeployment): %w", d.Namespace, d.Name, err)
 	}
 	cs := dep.Spec.Template.Spec.Containers
 	if len(cs) == 0 {
