@@ -50,7 +50,7 @@ func autoscaleArms(r *results.Results) ([]AutoscaleArm, error) {
 			sync = "unknown (managed control plane)"
 		}
 		arm := AutoscaleArm{Cell: c.ID, Arm: a.Arm, Profile: strings.Join(prof, " -> "), Assertions: a.Assertions,
-			Settings: fmt.Sprintf("%s target %g, min %d, max %d, step %.0f s, HPA sync %s, pollingInterval %s", a.MetricType, a.Target, a.Min, a.Max, a.StepSeconds, sync, a.PollingInterval)}
+			Settings: fmt.Sprintf("%s target %g, min %d, max %d, step %.0f s, HPA sync %s, scale-up %s, pollingInterval %s", a.MetricType, a.Target, a.Min, a.Max, a.StepSeconds, sync, a.ScaleUp, a.PollingInterval)}
 		if a.Arm == "control" {
 			arm.Settings = fmt.Sprintf("no autoscaler, pool fixed at %d, step %.0f s", a.Min, a.StepSeconds)
 		}

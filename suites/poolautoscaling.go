@@ -158,7 +158,7 @@ func (s poolAutoscaling) Run(ctx context.Context, env *Env, plan *Plan) (*result
 		if err := configureController(ctx, env, "", pc.Flags, &registered); err != nil {
 			cell = results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, Error: "configure controller: " + err.Error()}
 		} else {
-			cell = s.runCell(ctx, env, k, pc, i)
+			cell = s.runCell(ctx, env, k, pc, i, plan.Seed)
 		}
 		version, flags := env.Cluster.Controller().Current()
 		cell.Controller = results.Controller{Version: version, Flags: flags}
@@ -178,7 +178,7 @@ func (s poolAutoscaling) Run(ctx context.Context, env *Env, plan *Plan) (*result
 	return res, nil
 }
 
-func (poolAutoscaling) runCell(ctx context.Context, env *Env, k provider.KEDA, pc PlannedCell, idx int) (cell results.Cell) {
+func (poolAutoscaling) runCell(ctx context.Context, env *Env, k provider.KEDA, pc PlannedCell, idx int, seed int64) (cell results.Cell) {
 	a := env.Config.Autoscale
 	c := env.Clients
 	ns := fmt.Sprintf("bb-%s-%02d", env.RunID, idx)
@@ -192,7 +192,10 @@ func (poolAutoscaling) runCell(ctx context.Context, env *Env, k provider.KEDA, p
 		maxR = max(maxR, a.MinReplicas)
 	}
 	as := &results.Autoscale{Arm: pc.Arm, Profile: profile, StepSeconds: a.StepDuration.Seconds(), MetricType: a.MetricType, Target: a.TargetValue,
-		Min: a.MinReplicas, Max: maxR, PollingInterval: a.PollingInterval.String()}
+		Min: a.MinReplicas, Max: maxR, PollingInterval: a.PollingInterval.String(), ScaleUp: "HPA default: max(4 pods, 100%) per 15s"}
+	if a.ScaleUpPods > 0 {
+		as.ScaleUp = fmt.Sprintf("at most %d pods per %s", a.ScaleUpPods, a.ScaleUpPeriod)
+	}
 	if k != nil {
 		as.HPASyncPeriod, as.KEDAVersion = k.HPASyncPeriod(), k.Version()
 	}
@@ -252,7 +255,8 @@ func (poolAutoscaling) runCell(ctx context.Context, env *Env, k provider.KEDA, p
 	before := scrapeAll(ctx, env, targets[:1]) // the API server's request counts
 	if pc.Arm == "keda" {
 		so := keda.ScaledObject(ns, scaledObjectName, keda.ScaledObjectSpec{Pool: PoolName, URL: url, MetricType: a.MetricType, Target: a.TargetValue,
-			Min: a.MinReplicas, Max: maxR, PollingInterval: a.PollingInterval, ScaleDownStabilization: a.ScaleDownStabilization})
+			Min: a.MinReplicas, Max: maxR, PollingInterval: a.PollingInterval, ScaleDownStabilization: a.ScaleDownStabilization,
+			ScaleUpPods: a.ScaleUpPods, ScaleUpPeriod: a.ScaleUpPeriod})
 		as.ScaledObject, as.HPA = so.GetName(), keda.HPAName(so.GetName())
 		// Deleting the ScaledObject makes KEDA delete its HPA; the HPA must be gone before the
 		// namespace goes (it would otherwise scale a pool mid-teardown).
@@ -278,6 +282,24 @@ func (poolAutoscaling) runCell(ctx context.Context, env *Env, k provider.KEDA, p
 		return cell
 	}
 
+	// KEDA's HPA reads its metric as soon as it exists and then once per sync period; steps held
+	// for a multiple of that period would all land just before a sync and read as near-instant
+	// decisions. A seeded random offset within one period puts the profile at a random phase.
+	period := 15 * time.Second
+	if k != nil {
+		if d, err := time.ParseDuration(k.HPASyncPeriod()); err == nil && d > 0 {
+			period = d
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(idx)))
+	offset := time.Duration(rng.Float64() * float64(period))
+	as.PhaseOffsetSeconds = offset.Seconds()
+	select {
+	case <-ctx.Done():
+		cell.Error = "interrupted"
+		return cell
+	case <-time.After(offset):
+	}
 	// The profile: hold each step's claim count for StepDuration.
 	gen := &loadgen.Generator{Namespace: ns, Pool: PoolName, Prefix: "claim-", Labels: labels}
 	dm := &demandSetter{c: c, gen: gen, ns: ns}

@@ -58,6 +58,10 @@ type Autoscale struct {
 	PollingInterval time.Duration `mapstructure:"pollingInterval"`
 	// ScaleDownStabilization is the HPA's scaleDown stabilization window (upstream 300s).
 	ScaleDownStabilization time.Duration `mapstructure:"scaleDownStabilization"`
+	// ScaleUpPods, when > 0, replaces the HPA's default scale-up policies (max(4 pods, 100%) per
+	// 15 s) with "at most ScaleUpPods pods per ScaleUpPeriod".
+	ScaleUpPods   int           `mapstructure:"scaleUpPods"`
+	ScaleUpPeriod time.Duration `mapstructure:"scaleUpPeriod"`
 	// HPASyncPeriod, on the lab, is kube-controller-manager's HPA sync period during the run
 	// (0 = leave lab.hpaSyncPeriod as it is); the run records the value in effect.
 	HPASyncPeriod time.Duration `mapstructure:"hpaSyncPeriod"`
@@ -228,7 +232,7 @@ func Default() Config {
 		},
 		Brakes: Brakes{ReplenishDelay: 20 * time.Second, MaxRefillRate: 10},
 		Autoscale: Autoscale{Arms: []string{"keda", "control"}, Profiles: []string{"0-3-0"}, StepDuration: 45 * time.Second, MinReplicas: 1,
-			MetricType: "AverageValue", TargetValue: 1, PollingInterval: 5 * time.Second, SettleTimeout: 2 * time.Minute},
+			MetricType: "AverageValue", TargetValue: 1, PollingInterval: 5 * time.Second, SettleTimeout: 2 * time.Minute, ScaleUpPeriod: 15 * time.Second},
 		GangQuota: GangQuota{GPUQuota: 4, CPUQuota: "64", MemoryQuota: "256Gi", GPUsPerPod: 1, Size: 2, ResizeTo: 8, Replicas: 1, ScaleReplicasTo: 3,
 			Observe: 30 * time.Second, AdmitTimeout: 2 * time.Minute, KueueNamespace: "kueue-system", KueueDeployment: "kueue-controller-manager"},
 		Out: "out",

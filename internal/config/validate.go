@@ -239,6 +239,8 @@ func (r *Resolved) validateAutoscale() error {
 		{a.TargetValue <= 0, "poolAutoscaling.targetValue", "a positive number", a.TargetValue},
 		{a.PollingInterval < time.Second, "poolAutoscaling.pollingInterval", "at least 1s", a.PollingInterval},
 		{a.ScaleDownStabilization < 0 || a.ScaleDownStabilization > time.Hour, "poolAutoscaling.scaleDownStabilization", "between 0s and 1h", a.ScaleDownStabilization},
+		{a.ScaleUpPods < 0, "poolAutoscaling.scaleUpPods", "0 (the HPA's default policies) or a positive pod count", a.ScaleUpPods},
+		{a.ScaleUpPeriod < time.Second || a.ScaleUpPeriod > 30*time.Minute, "poolAutoscaling.scaleUpPeriod", "between 1s and 30m", a.ScaleUpPeriod},
 		{a.HPASyncPeriod != 0 && a.HPASyncPeriod < time.Second, "poolAutoscaling.hpaSyncPeriod", "0 (leave it) or at least 1s", a.HPASyncPeriod},
 		{a.SettleTimeout <= 0, "poolAutoscaling.settleTimeout", "a positive duration", a.SettleTimeout},
 		{r.Cluster.Provider != "lab" && r.Suite == "pool-autoscaling" && a.ExporterURL == "", "poolAutoscaling.exporterURL",

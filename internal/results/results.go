@@ -113,11 +113,15 @@ type Autoscale struct {
 	Min             int     `json:"min"`
 	Max             int     `json:"max"`
 	PollingInterval string  `json:"pollingInterval"`
+	ScaleUp         string  `json:"scaleUp"`       // the HPA's scale-up policy
 	HPASyncPeriod   string  `json:"hpaSyncPeriod"` // "" when the control plane does not say
 	KEDAVersion     string  `json:"kedaVersion,omitempty"`
 	ScaledObject    string  `json:"scaledObject,omitempty"`
 	HPA             string  `json:"hpa,omitempty"`
 	ExporterURL     string  `json:"exporterURL"`
+	// PhaseOffsetSeconds is the random wait (within one HPA sync period) before the first step,
+	// so step changes do not align with the HPA's syncs.
+	PhaseOffsetSeconds float64 `json:"phaseOffsetSeconds"`
 	// MetricReadSeconds: ScaledObject created -> its HPA reported a current metric value.
 	MetricReadSeconds *float64          `json:"metricReadSeconds,omitempty"`
 	Steps             []AutoscaleStep   `json:"steps"`

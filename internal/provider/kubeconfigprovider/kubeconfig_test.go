@@ -5,7 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+
+	"github.com/brakebench/brakebench/internal/sut/kueuelws"
 )
 
 // A cluster brakebench did not create is never changed unless the user named its context in
@@ -32,6 +38,56 @@ func TestControllerChangesNeedAllowContext(t *testing.T) {
 		}
 		if err := c.Close(context.Background()); err != nil {
 			t.Errorf("closing a cluster brakebench did not create must do nothing: %v", err)
+		}
+	}
+}
+
+// The installed Kueue's gates are merged into its manager's args per arm and the journaled
+// original comes back on restore, only with cluster.allowContext.
+func TestKueueGatesPatchAndRestore(t *testing.T) {
+	one := int32(1)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "kueue-controller-manager", Namespace: "kueue-system"},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "manager", Image: "registry.k8s.io/kueue/kueue:v0.19.1", Args: []string{"--config=/cfg", "--feature-gates=A=true"}},
+		}}}},
+		Status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1},
+	}
+	cs := fake.NewSimpleClientset(dep)
+	ctx := context.Background()
+	args := func() []string {
+		d, _ := cs.AppsV1().Deployments("kueue-system").Get(ctx, "kueue-controller-manager", metav1.GetOptions{})
+		return d.Spec.Template.Spec.Containers[0].Args
+	}
+	for _, allow := range []string{"", "prod"} {
+		c := &Cluster{p: &Provider{Context: "prod", AllowContext: allow, Name_: "kubeconfig"}, rc: &rest.Config{},
+			kueue: &kueuelws.Deployment{Client: cs, Namespace: "kueue-system", Name: "kueue-controller-manager"}}
+		var journaled []byte
+		k, restore, err := c.Kueue(ctx, func(b []byte) error { journaled = b; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.Version() != "v0.19.1" || !strings.Contains(string(journaled), "--feature-gates=A=true") {
+			t.Errorf("version %q journal %s", k.Version(), journaled)
+		}
+		err = k.SetGates(ctx, []string{"LWSImmutableGroupSize=false"})
+		if allow == "" {
+			if err == nil || !strings.Contains(err.Error(), "cluster.allowContext") {
+				t.Errorf("patching without allowContext: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(args(), " "); got != "--config=/cfg --feature-gates=A=true,LWSImmutableGroupSize=false" {
+			t.Errorf("patched args %q", got)
+		}
+		if err := restore(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(args(), " "); got != "--config=/cfg --feature-gates=A=true" {
+			t.Errorf("restored args %q", got)
 		}
 	}
 }

@@ -156,10 +156,24 @@ type ScaledObjectSpec struct {
 	// ScaleDownStabilization is behavior.scaleDown.stabilizationWindowSeconds (upstream HPA
 	// default 300 s; the blueprint uses 0).
 	ScaleDownStabilization time.Duration
+	// ScaleUpPods > 0 replaces the HPA's default scale-up policies with at most ScaleUpPods pods
+	// per ScaleUpPeriod.
+	ScaleUpPods   int
+	ScaleUpPeriod time.Duration
 }
 
 // ScaledObject targets the SandboxWarmPool's /scale with a metrics-api trigger.
 func ScaledObject(ns, name string, s ScaledObjectSpec) *unstructured.Unstructured {
+	behavior := map[string]any{
+		"scaleDown": map[string]any{"stabilizationWindowSeconds": int64(s.ScaleDownStabilization / time.Second)},
+	}
+	if s.ScaleUpPods > 0 {
+		behavior["scaleUp"] = map[string]any{
+			"stabilizationWindowSeconds": int64(0),
+			"selectPolicy":               "Max",
+			"policies":                   []any{map[string]any{"type": "Pods", "value": int64(s.ScaleUpPods), "periodSeconds": int64(s.ScaleUpPeriod / time.Second)}},
+		}
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
 		"metadata": map[string]any{"name": name, "namespace": ns},
@@ -170,9 +184,7 @@ func ScaledObject(ns, name string, s ScaledObjectSpec) *unstructured.Unstructure
 			"pollingInterval": int64(s.PollingInterval / time.Second),
 			"minReplicaCount": int64(s.Min),
 			"maxReplicaCount": int64(s.Max),
-			"advanced": map[string]any{"horizontalPodAutoscalerConfig": map[string]any{"behavior": map[string]any{
-				"scaleDown": map[string]any{"stabilizationWindowSeconds": int64(s.ScaleDownStabilization / time.Second)},
-			}}},
+			"advanced":        map[string]any{"horizontalPodAutoscalerConfig": map[string]any{"behavior": behavior}},
 			"triggers": []any{map[string]any{
 				"type":       "metrics-api",
 				"metricType": s.MetricType,
