@@ -97,31 +97,20 @@ func autoscaleChart(c *results.Cell) (string, error) {
 	a := c.Autoscale
 	p := newPlot(fmt.Sprintf("%s: demand, decision and capacity", c.ID), "seconds after the first step", "claims / replicas")
 	end := a.StepSeconds * float64(len(a.Steps))
-	line := func(i int, name string, val func(results.AutoscaleSample) float64) error {
-		pts := make(plotter.XYs, 0, len(a.Samples)+1)
-		for _, s := range a.Samples {
-			pts = append(pts, plotter.XY{X: s.T, Y: val(s)})
-		}
-		pts = append(pts, plotter.XY{X: end, Y: val(a.Samples[len(a.Samples)-1])})
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return err
-		}
-		l.StepStyle = plotter.PostStep
-		l.LineStyle = style(i)
-		p.Add(l)
-		p.Legend.Add(name, l)
-		return nil
+	ts := make([]float64, len(a.Samples))
+	demand, spec, ready := make([]float64, len(a.Samples)), make([]float64, len(a.Samples)), make([]float64, len(a.Samples))
+	for k, smp := range a.Samples {
+		ts[k], demand[k], spec[k], ready[k] = smp.T, float64(smp.Demand), float64(smp.Spec), float64(smp.Ready)
 	}
 	for i, ln := range []struct {
 		name string
-		f    func(results.AutoscaleSample) float64
+		vs   []float64
 	}{
-		{"demand (claims)", func(s results.AutoscaleSample) float64 { return float64(s.Demand) }},
-		{"decision: spec.replicas", func(s results.AutoscaleSample) float64 { return float64(s.Spec) }},
-		{"capacity: status.readyReplicas", func(s results.AutoscaleSample) float64 { return float64(s.Ready) }},
+		{"demand (claims)", demand},
+		{"decision: spec.replicas", spec},
+		{"capacity: status.readyReplicas", ready},
 	} {
-		if err := line(i, ln.name, ln.f); err != nil {
+		if err := addStepLine(p, i, ln.name, ts, ln.vs, end); err != nil {
 			return "", err
 		}
 	}

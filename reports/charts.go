@@ -219,3 +219,24 @@ func parseSeconds(d string) (float64, error) {
 	dur, err := time.ParseDuration(d)
 	return dur.Seconds(), err
 }
+
+// addStepLine draws one series of (t, value) observations as a post-step line held until end:
+// a value stays what it was until the next observation.
+func addStepLine(p *plot.Plot, i int, name string, ts, vs []float64, end float64) error {
+	pts := make(plotter.XYs, 0, len(ts)+1)
+	for k := range ts {
+		pts = append(pts, plotter.XY{X: ts[k], Y: vs[k]})
+	}
+	if len(vs) > 0 {
+		pts = append(pts, plotter.XY{X: end, Y: vs[len(vs)-1]})
+	}
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		return err
+	}
+	l.StepStyle = plotter.PostStep
+	l.LineStyle = style(i)
+	p.Add(l)
+	p.Legend.Add(name, l)
+	return nil
+}

@@ -84,30 +84,22 @@ func gangChart(c *results.Cell) (string, error) {
 	for _, s := range g.Steps {
 		end = max(end, s.T+1)
 	}
-	stepLine := func(i int, name string, val func(results.GangSample) float64) error {
-		pts := make(plotter.XYs, 0, len(g.Samples)+1)
-		for _, s := range g.Samples {
-			pts = append(pts, plotter.XY{X: s.T, Y: val(s)})
+	ts := make([]float64, len(g.Samples))
+	running, admitted, cq := make([]float64, len(g.Samples)), make([]float64, len(g.Samples)), make([]float64, len(g.Samples))
+	for k, smp := range g.Samples {
+		ts[k], running[k], admitted[k], cq[k] = smp.T, float64(smp.GPUsRunning), float64(smp.ReservedGPUs), float64(smp.CQReservedGPUs)
+	}
+	for i, ln := range []struct {
+		name string
+		vs   []float64
+	}{
+		{"GPUs requested by Running pods", running},
+		{"GPUs Kueue admitted (Workloads)", admitted},
+		{"ClusterQueue status.flavorsReservation", cq},
+	} {
+		if err := addStepLine(p, i, ln.name, ts, ln.vs, end); err != nil {
+			return "", err
 		}
-		pts = append(pts, plotter.XY{X: end, Y: val(g.Samples[len(g.Samples)-1])})
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return err
-		}
-		l.StepStyle = plotter.PostStep
-		l.LineStyle = style(i)
-		p.Add(l)
-		p.Legend.Add(name, l)
-		return nil
-	}
-	if err := stepLine(0, "GPUs requested by Running pods", func(s results.GangSample) float64 { return float64(s.GPUsRunning) }); err != nil {
-		return "", err
-	}
-	if err := stepLine(1, "GPUs Kueue admitted (Workloads)", func(s results.GangSample) float64 { return float64(s.ReservedGPUs) }); err != nil {
-		return "", err
-	}
-	if err := stepLine(2, "ClusterQueue status.flavorsReservation", func(s results.GangSample) float64 { return float64(s.CQReservedGPUs) }); err != nil {
-		return "", err
 	}
 	top := float64(g.QuotaGPUs)
 	for _, s := range g.Samples {

@@ -84,11 +84,7 @@ func (l *Lab) StartGang(ctx context.Context, s *State, gates []string) (*Gang, e
 	if err != nil {
 		return nil, err
 	}
-	rc, err := kubeRESTConfig(s.Kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	c, err := kubeClients(rc)
+	c, err := s.clients()
 	if err != nil {
 		return nil, err
 	}
@@ -254,26 +250,25 @@ func (l *Lab) StopGang(ctx context.Context, s *State) error {
 	}
 	var errs []error
 	if len(g.Webhooks) > 0 {
-		rc, err := kubeRESTConfig(s.Kubeconfig)
-		if err == nil {
-			var c *kube.Clients
-			if c, err = kubeClients(rc); err == nil {
-				for _, ref := range g.Webhooks {
-					kind, name, _ := strings.Cut(ref, "/")
-					gvr := kueuelws.ValidatingGVR
-					if kind == "MutatingWebhookConfiguration" {
-						gvr = kueuelws.MutatingGVR
-					}
-					if derr := c.Dynamic.Resource(gvr).Delete(ctx, name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
-						errs = append(errs, fmt.Errorf("delete %s: %w", ref, derr))
-					}
-				}
-			}
-		}
+		c, err := s.clients()
 		if err != nil {
 			errs = append(errs, err)
 		}
+		for _, ref := range g.Webhooks {
+			if c == nil {
+				break
+			}
+			kind, name, _ := strings.Cut(ref, "/")
+			gvr := kueuelws.ValidatingGVR
+			if kind == "MutatingWebhookConfiguration" {
+				gvr = kueuelws.MutatingGVR
+			}
+			if derr := c.Dynamic.Resource(gvr).Delete(ctx, name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+				errs = append(errs, fmt.Errorf("delete %s: %w", ref, derr))
+			}
+		}
 	}
+
 	for _, p := range []proc{g.Kueue, g.LWS} {
 		if err := stopPID(p.PID, p.Binary, 15*time.Second); err != nil {
 			errs = append(errs, err)

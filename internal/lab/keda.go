@@ -50,11 +50,7 @@ func (l *Lab) StartKEDA(ctx context.Context, s *State) (*KEDA, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc, err := kubeRESTConfig(s.Kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	c, err := kubeClients(rc)
+	c, err := s.clients()
 	if err != nil {
 		return nil, err
 	}
@@ -189,11 +185,7 @@ func (l *Lab) StopKEDA(ctx context.Context, s *State) error {
 	}
 	var errs []error
 	if k.Registered {
-		rc, err := kubeRESTConfig(s.Kubeconfig)
-		var c *kube.Clients
-		if err == nil {
-			c, err = kubeClients(rc)
-		}
+		c, err := s.clients()
 		if err != nil {
 			errs = append(errs, err)
 		} else {

@@ -100,3 +100,12 @@ func createNodes(ctx context.Context, c *kube.Clients, n config.Nodes, timeout t
 	}
 	return nil
 }
+
+// clients connects to the lab as its admin.
+func (s *State) clients() (*kube.Clients, error) {
+	rc, err := kubeRESTConfig(s.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kubeClients(rc)
+}

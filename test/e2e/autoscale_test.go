@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -107,42 +105,11 @@ func TestPoolAutoscalingKEDAvsControl(t *testing.T) {
 // cleanup --all` must remove the APIService, stop KEDA, restore the HPA sync period and delete
 // the run's namespace (with its ScaledObject and HPA).
 func TestPoolAutoscalingSIGKILLThenCleanup(t *testing.T) {
-	bin := buildCLI(t)
-	cmd := exec.Command(bin, "run", "pool-autoscaling", "--out", t.TempDir(), "--set", "lab.name="+labName, "--set", "lab.stateDir="+stateDir,
-		"--set", "poolAutoscaling.arms=keda", "--set", "poolAutoscaling.profiles=0-3-0", "--set", "poolAutoscaling.stepDuration=60s",
-		"--set", "poolAutoscaling.hpaSyncPeriod=3s")
-	cmd.Env = os.Environ()
-	out := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	c := clients(t)
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	hpaExists := func() bool {
 		l, err := c.Dynamic.Resource(keda.HPAGVR).List(context.Background(), metav1.ListOptions{})
-		if err == nil && len(l.Items) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("KEDA never created its HPA:\n%s", out)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return err == nil && len(l.Items) > 0
 	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
-	if left := kedaLeft(t); len(left) == 0 {
-		t.Fatal("nothing was left to clean up: the test did not exercise cleanup")
-	}
-	stdout, err := runCLI(t, "cleanup", "--all")
-	if err != nil {
-		t.Fatalf("cleanup: %v", err)
-	}
-	if !strings.Contains(stdout, "restore KEDA") {
-		t.Errorf("cleanup did not report restoring KEDA")
-	}
-	if left := kedaLeft(t); len(left) > 0 {
-		t.Errorf("left after cleanup: %v", left)
-	}
+	killRunWhen(t, []string{"pool-autoscaling", "--set", "poolAutoscaling.arms=keda", "--set", "poolAutoscaling.profiles=0-3-0",
+		"--set", "poolAutoscaling.stepDuration=60s", "--set", "poolAutoscaling.hpaSyncPeriod=3s"}, hpaExists, 5*time.Minute, kedaLeft, "restore KEDA")
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -126,42 +124,10 @@ func TestGangQuotaGateOnOff(t *testing.T) {
 // their webhooks and the cell's queues are up); `brakebench cleanup --all` must stop Kueue and
 // LWS, remove their webhooks and delete the queues and namespaces.
 func TestGangQuotaSIGKILLThenCleanup(t *testing.T) {
-	bin := buildCLI(t)
-	cmd := exec.Command(bin, "run", "gang-quota", "--out", t.TempDir(), "--set", "lab.name="+labName, "--set", "lab.stateDir="+stateDir,
-		"--set", "matrix.brakes=gate-off", "--set", "gangQuota.observe=60s")
-	cmd.Env = os.Environ()
-	out := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	c := clients(t)
-	deadline := time.Now().Add(4 * time.Minute)
-	for {
+	lwsExists := func() bool {
 		l, err := c.Dynamic.Resource(kueuelws.LWSGVR).Namespace(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{})
-		if err == nil && len(l.Items) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("the cell never created its LeaderWorkerSet:\n%s", out)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return err == nil && len(l.Items) > 0
 	}
-	time.Sleep(2 * time.Second)
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
-	if left := gangLeft(t); len(left) == 0 {
-		t.Fatal("nothing was left to clean up: the test did not exercise cleanup")
-	}
-	stdout, err := runCLI(t, "cleanup", "--all")
-	if err != nil {
-		t.Fatalf("cleanup: %v", err)
-	}
-	if !strings.Contains(stdout, "restore Kueue") {
-		t.Errorf("cleanup did not report restoring Kueue")
-	}
-	if left := gangLeft(t); len(left) > 0 {
-		t.Errorf("left after cleanup: %v", left)
-	}
+	killRunWhen(t, []string{"gang-quota", "--set", "matrix.brakes=gate-off", "--set", "gangQuota.observe=60s"}, lwsExists, 4*time.Minute, gangLeft, "restore Kueue")
 }

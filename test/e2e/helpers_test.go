@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,4 +43,43 @@ func buildCLI(t *testing.T) string {
 
 func nsObject(name string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kube.ManagedByKey: kube.ManagedByValue}}}
+}
+
+// killRunWhen starts `brakebench run` with args on the test lab, waits (up to timeout) until
+// armed reports the run has changed the cluster, SIGKILLs it, checks something was left behind
+// (left), runs `brakebench cleanup --all`, checks its output names restored, and that left is
+// empty afterwards.
+func killRunWhen(t *testing.T, args []string, armed func() bool, timeout time.Duration, left func(*testing.T) []string, restored string) {
+	t.Helper()
+	bin := buildCLI(t)
+	cmd := exec.Command(bin, append(append([]string{"run"}, args...), "--out", t.TempDir(), "--set", "lab.name="+labName, "--set", "lab.stateDir="+stateDir)...)
+	cmd.Env = os.Environ()
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(timeout)
+	for !armed() {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the run never reached the point to kill it at:\n%s", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	if len(left(t)) == 0 {
+		t.Fatal("nothing was left to clean up: the test did not exercise cleanup")
+	}
+	stdout, err := runCLI(t, "cleanup", "--all")
+	if err != nil {
+		t.Fatalf("cleanup: %v", err)
+	}
+	if !strings.Contains(stdout, restored) {
+		t.Errorf("cleanup did not report %q", restored)
+	}
+	if l := left(t); len(l) > 0 {
+		t.Errorf("left after cleanup: %v", l)
+	}
 }
