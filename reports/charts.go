@@ -80,13 +80,20 @@ func cellsNamed(r *results.Results, name string) []*results.Cell {
 	return out
 }
 
+// maxChartPoints bounds the points of one CDF line or one scatter: at 30,000 claims a point per
+// claim makes a report of tens of megabytes that a browser draws slowly, and no eye can tell
+// 30,000 points from 2,000 evenly spaced ones.
+const maxChartPoints = 2000
+
 // cdfChart draws one CDF line per group, log x. Failed claims are not drawn (the curve then ends
-// below 1) and are counted in the legend.
+// below 1) and are counted in the legend. Long lines keep maxChartPoints evenly spaced ranks
+// (the first and last included). With no latency at all it returns "".
 func cdfChart(title string, groups []cdfGroup) (string, error) {
 	p := newPlot(title, "latency (ms, log scale)", "fraction of claims")
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Y.Min, p.Y.Max = 0, 1
+	drawn := 0
 	for i, g := range groups {
 		var lat []float64
 		total, failed := 0, 0
@@ -104,10 +111,11 @@ func cdfChart(title string, groups []cdfGroup) (string, error) {
 			continue
 		}
 		sort.Float64s(lat)
-		pts := make(plotter.XYs, len(lat))
-		for k, v := range lat {
-			pts[k] = plotter.XY{X: v, Y: float64(k+1) / float64(total)}
+		var pts plotter.XYs
+		for _, k := range evenIndices(len(lat), maxChartPoints) {
+			pts = append(pts, plotter.XY{X: lat[k], Y: float64(k+1) / float64(total)})
 		}
+		drawn++
 		l, err := plotter.NewLine(pts)
 		if err != nil {
 			return "", err
@@ -120,7 +128,26 @@ func cdfChart(title string, groups []cdfGroup) (string, error) {
 		p.Add(l)
 		p.Legend.Add(label, l)
 	}
+	if drawn == 0 {
+		return "", nil
+	}
 	return svg(p, 16*vg.Centimeter, 9*vg.Centimeter)
+}
+
+// evenIndices returns at most max indices of 0..n-1, evenly spaced, the first and last included.
+func evenIndices(n, max int) []int {
+	if n <= max {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	out := make([]int, max)
+	for i := range out {
+		out[i] = int(math.Round(float64(i) * float64(n-1) / float64(max-1)))
+	}
+	return out
 }
 
 func series(counts []float64) plotter.XYs {
@@ -183,11 +210,17 @@ func rateChart(c *results.Cell) (string, error) {
 }
 
 // timelineScatter draws one point per claim: when it was sent, and how long it took to be Ready.
+// Above maxChartPoints claims it draws every k-th claim (in send order) and says so in the title.
 func timelineScatter(c *results.Cell) (string, error) {
-	p := newPlot(fmt.Sprintf("%s: per-claim send time vs latency", c.ID), "sent at (s after T0)", "latency (ms)")
+	title := fmt.Sprintf("%s: per-claim send time vs latency", c.ID)
+	every := (len(c.Claims) + maxChartPoints - 1) / maxChartPoints
+	if every > 1 {
+		title += fmt.Sprintf(" (every %d%s claim of %d)", every, ordinal(every), len(c.Claims))
+	}
+	p := newPlot(title, "sent at (s after T0)", "latency (ms)")
 	groups := map[string]plotter.XYs{}
-	for _, cl := range c.Claims {
-		if cl.Intent == nil || cl.LatencyMS == nil {
+	for k, cl := range c.Claims {
+		if cl.Intent == nil || cl.LatencyMS == nil || k%every != 0 {
 			continue
 		}
 		lt := cl.LaunchType
@@ -213,6 +246,20 @@ func timelineScatter(c *results.Cell) (string, error) {
 		i++
 	}
 	return svg(p, 16*vg.Centimeter, 7*vg.Centimeter)
+}
+
+func ordinal(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return "th"
+	case n%10 == 1:
+		return "st"
+	case n%10 == 2:
+		return "nd"
+	case n%10 == 3:
+		return "rd"
+	}
+	return "th"
 }
 
 func parseSeconds(d string) (float64, error) {

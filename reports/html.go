@@ -132,6 +132,9 @@ func Build(r *results.Results, verdicts []gates.Verdict) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cdf == "" {
+		cdf = "<p>No claim became Ready in any cell: there is no latency to draw.</p>"
+	}
 	rep.Charts = append(rep.Charts, Chart{"Claim latency CDF per cell", template.HTML(cdf)})
 	// One rate chart and one per-claim scatter per cell name (its first repetition).
 	firsts := map[string]bool{}

@@ -30,7 +30,7 @@ type metricDef struct {
 	kind   string
 	rep    func(c *results.Cell) float64
 	pooled func(c *results.Cell) []float64
-	stat   func([]float64) float64
+	p      float64 // the nearest-rank percentile of a pooled metric
 }
 
 func latencies(filter string) func(c *results.Cell) []float64 {
@@ -48,10 +48,6 @@ func latencies(filter string) func(c *results.Cell) []float64 {
 	}
 }
 
-func q(p float64) func([]float64) float64 {
-	return func(xs []float64) float64 { return stats.NearestRank(xs, p) }
-}
-
 func ptr(p *float64) float64 {
 	if p == nil {
 		return math.NaN()
@@ -61,11 +57,11 @@ func ptr(p *float64) float64 {
 
 // MetricDefs are the summary rows of a warm-pool suite, in display order.
 var metricDefs = []metricDef{
-	{key: "claim.p50_ms", unit: "ms", pooled: latencies(""), stat: q(50)},
-	{key: "claim.p90_ms", unit: "ms", pooled: latencies(""), stat: q(90)},
-	{key: "claim.p99_ms", unit: "ms", pooled: latencies(""), stat: q(99)},
-	{key: "claim.warm.p50_ms", unit: "ms", pooled: latencies("warm"), stat: q(50)},
-	{key: "claim.cold.p50_ms", unit: "ms", pooled: latencies("cold"), stat: q(50)},
+	{key: "claim.p50_ms", unit: "ms", pooled: latencies(""), p: 50},
+	{key: "claim.p90_ms", unit: "ms", pooled: latencies(""), p: 90},
+	{key: "claim.p99_ms", unit: "ms", pooled: latencies(""), p: 99},
+	{key: "claim.warm.p50_ms", unit: "ms", pooled: latencies("warm"), p: 50},
+	{key: "claim.cold.p50_ms", unit: "ms", pooled: latencies("cold"), p: 50},
 	{key: "claims.warm", unit: "claims", rep: func(c *results.Cell) float64 { return float64(c.Stats.Warm) }},
 	{key: "claims.cold", unit: "claims", rep: func(c *results.Cell) float64 { return float64(c.Stats.Cold) }},
 	{key: "claims.failed", unit: "claims", rep: func(c *results.Cell) float64 { return float64(c.Stats.Failed) }},
@@ -250,7 +246,7 @@ func (d metricDef) sample(cells []*results.Cell) sample {
 		if d.pooled != nil {
 			p := d.pooled(c)
 			s.pooled = append(s.pooled, p...)
-			s.perRep = append(s.perRep, d.stat(p))
+			s.perRep = append(s.perRep, stats.NearestRank(p, d.p))
 		} else if v := d.rep(c); !math.IsNaN(v) {
 			s.perRep = append(s.perRep, v)
 		}
@@ -260,7 +256,7 @@ func (d metricDef) sample(cells []*results.Cell) sample {
 
 func (d metricDef) value(s sample) float64 {
 	if d.pooled != nil {
-		return d.stat(s.pooled)
+		return stats.NearestRank(s.pooled, d.p)
 	}
 	return stats.Median(s.perRep)
 }
@@ -270,7 +266,7 @@ func (d metricDef) value(s sample) float64 {
 func (d metricDef) metric(s sample, base *sample, rng *rand.Rand) results.Metric {
 	m := results.Metric{Key: d.key, Unit: d.unit, Value: stats.Num(d.value(s))}
 	if d.pooled != nil {
-		m.CI = stats.Bootstrap(s.pooled, d.stat, bootstrapIters, confidence, rng)
+		m.CI = stats.BootstrapQuantile(s.pooled, d.p, bootstrapIters, confidence, rng)
 	} else {
 		m.CI = stats.Bootstrap(s.perRep, stats.Median, bootstrapIters, confidence, rng)
 	}
@@ -280,7 +276,7 @@ func (d metricDef) metric(s sample, base *sample, rng *rand.Rand) results.Metric
 	bv := d.value(*base)
 	delta := &results.Delta{Abs: stats.Num(float64(m.Value) - bv), Pct: stats.Num((float64(m.Value) - bv) / bv * 100)}
 	if d.pooled != nil {
-		delta.CI = stats.BootstrapDelta(base.pooled, s.pooled, d.stat, bootstrapIters, confidence, rng)
+		delta.CI = stats.BootstrapQuantileDelta(base.pooled, s.pooled, d.p, bootstrapIters, confidence, rng)
 		delta.Comparison = stats.Compare(finite(base.pooled), finite(s.pooled), alpha)
 	} else {
 		delta.CI = stats.BootstrapDelta(base.perRep, s.perRep, stats.Median, bootstrapIters, confidence, rng)

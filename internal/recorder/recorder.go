@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -32,6 +30,7 @@ type Claim struct {
 // Sandbox is one sandbox's creation.
 type Sandbox struct {
 	Created    time.Time // creationTimestamp (server clock, 1 s resolution)
+	countedIn  string    // the pool whose live-member count includes this sandbox ("" = none)
 	Observed   time.Time // first informer event (harness clock)
 	FromPool   bool      // created by the warm-pool controller (refill or fill)
 	LaunchType string    // agents.x-k8s.io/launch-type as last seen
@@ -66,36 +65,69 @@ type Recorder struct {
 	sandboxes map[string]*Sandbox
 	pods      map[string]*Pod
 	pools     map[string][]PoolSample
-	// maxPoolMembers is the most sandboxes a pool controlled at once (live, not deleted).
-	maxPoolMembers map[string]int
-	changed        chan struct{}
-	cancel         context.CancelFunc
-	done           chan struct{}
+	// maxPoolMembers is the most sandboxes a pool controlled at once (live, not deleted);
+	// livePoolMembers the current count, kept per event (a recount per event is quadratic).
+	maxPoolMembers  map[string]int
+	livePoolMembers map[string]int
+	changed         chan struct{}
+	cancel          context.CancelFunc
+	done            chan struct{}
+}
+
+// Informers are the four watches a recorder reads. Start builds them from the cluster's clients;
+// the scale benchmark drives the same informer machinery from a synthetic event stream.
+type Informers struct {
+	Claims, Sandboxes, Pools, Pods cache.SharedIndexInformer
+	// Run starts every informer (it must not block); Shutdown waits for them after stop closed.
+	Run      func(stop <-chan struct{})
+	Shutdown func()
 }
 
 // Start runs informers on namespace ns and returns once they have synced.
 func Start(ctx context.Context, c *kube.Clients, ns string) (*Recorder, error) {
+	dyn := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.Dynamic, 0, ns, nil)
+	typed := informers.NewSharedInformerFactoryWithOptions(c.Typed, 0, informers.WithNamespace(ns))
+	return StartInformers(ctx, Informers{
+		Claims:    dyn.ForResource(agentsandbox.ClaimGVR).Informer(),
+		Sandboxes: dyn.ForResource(agentsandbox.SandboxGVR).Informer(),
+		Pools:     dyn.ForResource(agentsandbox.PoolGVR).Informer(),
+		Pods:      typed.Core().V1().Pods().Informer(),
+		Run:       func(stop <-chan struct{}) { dyn.Start(stop); typed.Start(stop) },
+		Shutdown:  func() { dyn.Shutdown(); typed.Shutdown() },
+	}, ns)
+}
+
+// StartInformers registers the recorder's handlers and trimming transforms on infs, starts them
+// and returns once they have synced. The informers must not have been started.
+func StartInformers(ctx context.Context, infs Informers, ns string) (*Recorder, error) {
 	r := &Recorder{
 		claims: map[string]*Claim{}, sandboxes: map[string]*Sandbox{}, pods: map[string]*Pod{},
-		pools: map[string][]PoolSample{}, maxPoolMembers: map[string]int{}, changed: make(chan struct{}, 1), done: make(chan struct{}),
+		pools: map[string][]PoolSample{}, maxPoolMembers: map[string]int{}, livePoolMembers: map[string]int{},
+		changed: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	ictx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
-	dyn := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.Dynamic, 0, ns, nil)
-	typed := informers.NewSharedInformerFactoryWithOptions(c.Typed, 0, informers.WithNamespace(ns))
 	handlers := []struct {
-		inf cache.SharedIndexInformer
-		fn  func(obj any)
-		del func(obj any)
+		inf   cache.SharedIndexInformer
+		trim  cache.TransformFunc
+		fn    func(obj any)
+		del   func(obj any)
+		label string
 	}{
-		{dyn.ForResource(agentsandbox.ClaimGVR).Informer(), r.onClaim, nil},
-		{dyn.ForResource(agentsandbox.SandboxGVR).Informer(), r.onSandbox, r.onSandboxDelete},
-		{dyn.ForResource(agentsandbox.PoolGVR).Informer(), r.onPool, nil},
-		{typed.Core().V1().Pods().Informer(), r.onPod, r.onPodDelete},
+		{infs.Claims, trimClaim, r.onClaim, nil, "claims"},
+		{infs.Sandboxes, trimSandbox, r.onSandbox, r.onSandboxDelete, "sandboxes"},
+		{infs.Pools, trimPool, r.onPool, nil, "pools"},
+		{infs.Pods, trimPod, r.onPod, r.onPodDelete, "pods"},
 	}
 	var synced []cache.InformerSynced
 	for _, h := range handlers {
 		fn, del := h.fn, h.del
+		// The informer's store keeps only what the handlers read: at 30,000 claims the full
+		// objects (managedFields above all) would be most of the harness's memory.
+		if err := h.inf.SetTransform(h.trim); err != nil {
+			cancel()
+			return nil, fmt.Errorf("recorder %s informer: %w", h.label, err)
+		}
 		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    fn,
 			UpdateFunc: func(_, n any) { fn(n) },
@@ -110,16 +142,16 @@ func Start(ctx context.Context, c *kube.Clients, ns string) (*Recorder, error) {
 			},
 		}); err != nil {
 			cancel()
-			return nil, err
+			return nil, fmt.Errorf("recorder %s informer: %w", h.label, err)
 		}
 		synced = append(synced, h.inf.HasSynced)
 	}
-	dyn.Start(ictx.Done())
-	typed.Start(ictx.Done())
+	infs.Run(ictx.Done())
 	go func() {
 		<-ictx.Done()
-		dyn.Shutdown()
-		typed.Shutdown()
+		if infs.Shutdown != nil {
+			infs.Shutdown()
+		}
 		close(r.done)
 	}()
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
@@ -146,32 +178,29 @@ func (r *Recorder) notify() {
 func (r *Recorder) Changed() <-chan struct{} { return r.changed }
 
 func (r *Recorder) onClaim(obj any) {
-	u, ok := obj.(*unstructured.Unstructured)
+	w, ok := obj.(*watched)
 	if !ok {
 		return
 	}
 	now := time.Now()
-	name := u.GetName()
-	sb, _, _ := unstructured.NestedString(u.Object, "status", "sandbox", "name")
-	status, reason, ltt := readyCondition(u)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.claims[name]
+	c := r.claims[w.Name]
 	if c == nil {
 		c = &Claim{}
-		r.claims[name] = c
+		r.claims[w.Name] = c
 	}
-	if sb != "" && c.Bound.IsZero() {
-		c.Bound, c.Sandbox = now, sb
+	if w.Sandbox != "" && c.Bound.IsZero() {
+		c.Bound = now
 	}
-	if sb != "" {
-		c.Sandbox = sb
+	if w.Sandbox != "" {
+		c.Sandbox = w.Sandbox
 	}
-	if reason != "" {
-		c.LastReason = reason
+	if w.ReadyReason != "" {
+		c.LastReason = w.ReadyReason
 	}
-	if status == "True" && c.Ready.IsZero() {
-		c.Ready, c.ServerReady = now, ltt
+	if w.ReadyStatus == "True" && c.Ready.IsZero() {
+		c.Ready, c.ServerReady = now, w.ReadySince
 		if c.Bound.IsZero() {
 			c.Bound = now
 		}
@@ -179,148 +208,120 @@ func (r *Recorder) onClaim(obj any) {
 	r.notify()
 }
 
-func readyCondition(u *unstructured.Unstructured) (status, reason string, ltt time.Time) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, cd := range conds {
-		m, _ := cd.(map[string]any)
-		if m["type"] != "Ready" {
-			continue
-		}
-		status, _ = m["status"].(string)
-		reason, _ = m["reason"].(string)
-		if s, ok := m["lastTransitionTime"].(string); ok {
-			ltt, _ = time.Parse(time.RFC3339, s)
-		}
-	}
-	return status, reason, ltt
-}
-
 func (r *Recorder) onSandbox(obj any) {
-	u, ok := obj.(*unstructured.Unstructured)
+	w, ok := obj.(*watched)
 	if !ok {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := r.sandboxes[u.GetName()]
+	s := r.sandboxes[w.Name]
 	if s == nil {
-		s = &Sandbox{Created: u.GetCreationTimestamp().Time, Observed: time.Now()}
-		for _, o := range u.GetOwnerReferences() {
-			if o.Kind == "SandboxWarmPool" && o.Controller != nil && *o.Controller {
-				s.FromPool = true
-			}
-		}
-		r.sandboxes[u.GetName()] = s
+		s = &Sandbox{Created: w.CreationTimestamp.Time, Observed: time.Now(), FromPool: strings.HasPrefix(w.Owner, "SandboxWarmPool/")}
+		r.sandboxes[w.Name] = s
 	}
-	if lt := u.GetLabels()[agentsandbox.LaunchTypeLabel]; lt != "" {
-		s.LaunchType = lt
+	if w.LaunchType != "" {
+		s.LaunchType = w.LaunchType
 	}
-	s.Owner = ""
-	for _, o := range u.GetOwnerReferences() {
-		if o.Controller != nil && *o.Controller {
-			s.Owner = o.Kind + "/" + o.Name
-		}
-	}
-	if u.GetDeletionTimestamp() != nil {
+	s.Owner = w.Owner
+	if w.DeletionTimestamp != nil {
 		s.Deleted = true
 	}
-	r.countPoolMembers()
+	r.countPoolMember(s)
 	r.notify()
 }
 
 func (r *Recorder) onSandboxDelete(obj any) {
-	u, ok := obj.(*unstructured.Unstructured)
+	w, ok := obj.(*watched)
 	if !ok {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if s := r.sandboxes[u.GetName()]; s != nil {
+	if s := r.sandboxes[w.Name]; s != nil {
 		s.Deleted = true
+		r.countPoolMember(s)
 	}
 	r.notify()
 }
 
-// countPoolMembers updates the per-pool maximum of live members (caller holds mu).
-func (r *Recorder) countPoolMembers() {
-	live := map[string]int{}
-	for _, s := range r.sandboxes {
-		if !s.Deleted && strings.HasPrefix(s.Owner, "SandboxWarmPool/") {
-			live[strings.TrimPrefix(s.Owner, "SandboxWarmPool/")]++
-		}
+// countPoolMember moves s between the per-pool live-member counts after an event and updates the
+// pools' maxima (caller holds mu). A sandbox is a live member while its controller owner is a
+// SandboxWarmPool and it is not being deleted.
+func (r *Recorder) countPoolMember(s *Sandbox) {
+	pool := ""
+	if !s.Deleted && strings.HasPrefix(s.Owner, "SandboxWarmPool/") {
+		pool = strings.TrimPrefix(s.Owner, "SandboxWarmPool/")
 	}
-	for p, n := range live {
-		if n > r.maxPoolMembers[p] {
-			r.maxPoolMembers[p] = n
+	if pool == s.countedIn {
+		return
+	}
+	if s.countedIn != "" {
+		r.livePoolMembers[s.countedIn]--
+	}
+	s.countedIn = pool
+	if pool != "" {
+		r.livePoolMembers[pool]++
+		if n := r.livePoolMembers[pool]; n > r.maxPoolMembers[pool] {
+			r.maxPoolMembers[pool] = n
 		}
 	}
 }
 
 func (r *Recorder) onPod(obj any) {
-	p, ok := obj.(*corev1.Pod)
+	w, ok := obj.(*watched)
 	if !ok {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rec := r.pods[string(p.UID)]
+	rec := r.pods[string(w.UID)]
 	if rec == nil {
-		rec = &Pod{Name: p.Name, Created: p.CreationTimestamp.Time, Observed: time.Now()}
-		r.pods[string(p.UID)] = rec
+		rec = &Pod{Name: w.Name, Created: w.CreationTimestamp.Time, Observed: time.Now()}
+		r.pods[string(w.UID)] = rec
 	}
-	rec.Node = p.Spec.NodeName
-	if p.DeletionTimestamp != nil && rec.Deleted.IsZero() {
+	rec.Node = w.Node
+	if w.DeletionTimestamp != nil && rec.Deleted.IsZero() {
 		rec.Deleted = time.Now() // being deleted (evicted) is what matters, not when kwok finishes
 	}
-	for _, c := range p.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case corev1.PodScheduled:
-			if rec.Scheduled.IsZero() {
-				rec.Scheduled = c.LastTransitionTime.Time
-			}
-		case corev1.PodReady:
-			if rec.Ready.IsZero() {
-				rec.Ready = c.LastTransitionTime.Time
-			}
-		}
+	if rec.Scheduled.IsZero() {
+		rec.Scheduled = w.Scheduled
+	}
+	if rec.Ready.IsZero() && w.ReadyStatus == "True" {
+		rec.Ready = w.ReadySince
 	}
 	r.notify()
 }
 
 func (r *Recorder) onPodDelete(obj any) {
-	p, ok := obj.(*corev1.Pod)
+	w, ok := obj.(*watched)
 	if !ok {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if rec := r.pods[string(p.UID)]; rec != nil && rec.Deleted.IsZero() {
+	if rec := r.pods[string(w.UID)]; rec != nil && rec.Deleted.IsZero() {
 		rec.Deleted = time.Now()
 	}
 	r.notify()
 }
 
 func (r *Recorder) onPool(obj any) {
-	u, ok := obj.(*unstructured.Unstructured)
+	w, ok := obj.(*watched)
 	if !ok {
 		return
 	}
-	desired, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
-	replicas, _, _ := unstructured.NestedInt64(u.Object, "status", "replicas")
-	ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
+	desired, replicas, ready := w.Desired, w.Replicas, w.ReadyReplicas
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	samples := r.pools[u.GetName()]
+	samples := r.pools[w.Name]
 	if n := len(samples); n > 0 {
 		last := samples[n-1]
 		if last.Desired == desired && last.Replicas == replicas && last.Ready == ready {
 			return
 		}
 	}
-	r.pools[u.GetName()] = append(samples, PoolSample{At: time.Now(), Desired: desired, Replicas: replicas, Ready: ready})
+	r.pools[w.Name] = append(samples, PoolSample{At: time.Now(), Desired: desired, Replicas: replicas, Ready: ready})
 	r.notify()
 }
 
@@ -365,6 +366,26 @@ func (r *Recorder) PoolReady(pool string) (ready, replicas int64) {
 		return 0, 0
 	}
 	return s[len(s)-1].Ready, s[len(s)-1].Replicas
+}
+
+// Counts returns how many claims, sandboxes and pods (by UID) have been seen.
+func (r *Recorder) Counts() (claims, sandboxes, pods int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.claims), len(r.sandboxes), len(r.pods)
+}
+
+// ReadyAmong counts the claims of names seen Ready (one lock for the whole list).
+func (r *Recorder) ReadyAmong(names []string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, name := range names {
+		if c := r.claims[name]; c != nil && !c.Ready.IsZero() {
+			n++
+		}
+	}
+	return n
 }
 
 // ClaimReady reports whether name has been seen Ready.

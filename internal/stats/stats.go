@@ -13,6 +13,7 @@ import (
 
 	mstats "github.com/montanaflynn/stats"
 	"golang.org/x/perf/benchmath"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Quantiles are the nearest-rank summary of a sample.
@@ -155,6 +156,68 @@ func BootstrapDelta(a, b []float64, stat func([]float64) float64, iters int, con
 		est[i] = stat(bb) - stat(ba)
 	}
 	return percentileCI(est, confidence)
+}
+
+// BootstrapQuantile is Bootstrap(xs, nearest-rank p) computed without building resamples. A
+// resample of n draws from xs is sorted(xs)[floor(U_j*n)] for n uniform U_j, and both maps are
+// monotone, so its k-th smallest value (k = the nearest rank of p) is sorted(xs)[floor(U_(k)*n)],
+// where U_(k), the k-th smallest of n uniforms, is Beta(k, n-k+1) distributed. One Beta draw per
+// iteration instead of n draws and a sort: the same bootstrap distribution, O(iters) after one
+// sort (30,000 claims x 2,000 iterations took seconds per metric the other way).
+func BootstrapQuantile(xs []float64, p float64, iters int, confidence float64, rng *rand.Rand) CI {
+	if len(xs) == 0 {
+		return CI{Num(math.NaN()), Num(math.NaN())}
+	}
+	return percentileCI(quantileDraws(sortedCopy(xs), p, iters, rng), confidence)
+}
+
+// BootstrapQuantileDelta is BootstrapDelta(a, b, nearest-rank p) computed as BootstrapQuantile is.
+func BootstrapQuantileDelta(a, b []float64, p float64, iters int, confidence float64, rng *rand.Rand) CI {
+	if len(a) == 0 || len(b) == 0 {
+		return CI{Num(math.NaN()), Num(math.NaN())}
+	}
+	da := quantileDraws(sortedCopy(a), p, iters, rng)
+	db := quantileDraws(sortedCopy(b), p, iters, rng)
+	for i := range db {
+		db[i] -= da[i]
+		if math.IsNaN(db[i]) { // +Inf - +Inf: both resamples' quantiles are failed claims
+			db[i] = 0
+		}
+	}
+	return percentileCI(db, confidence)
+}
+
+// nearestRankIndex is the 0-based index of the nearest-rank p-th percentile in a sorted sample
+// of n (as montanaflynn/stats computes it).
+func nearestRankIndex(n int, p float64) int {
+	if p >= 100 {
+		return n - 1
+	}
+	k := int(math.Ceil(float64(n) * p / 100))
+	if k < 1 {
+		k = 1
+	}
+	return k - 1
+}
+
+// quantileDraws returns iters bootstrap replicates of the nearest-rank p-th percentile of the
+// sorted sample (see BootstrapQuantile).
+func quantileDraws(sorted []float64, p float64, iters int, rng *rand.Rand) []float64 {
+	n := len(sorted)
+	k := nearestRankIndex(n, p) + 1
+	out := make([]float64, iters)
+	beta := distuv.Beta{Alpha: float64(k), Beta: float64(n - k + 1), Src: rng}
+	for i := range out {
+		j := int(beta.Rand() * float64(n))
+		out[i] = sorted[min(max(j, 0), n-1)]
+	}
+	return out
+}
+
+func sortedCopy(xs []float64) []float64 {
+	out := append([]float64(nil), xs...)
+	sort.Float64s(out)
+	return out
 }
 
 func percentileCI(est []float64, confidence float64) CI {

@@ -115,3 +115,73 @@ func TestQuantilesJSONKeepsInfAndNaN(t *testing.T) {
 		t.Errorf("round trip %s -> %+v", raw, out)
 	}
 }
+
+// The Beta shortcut must give the bootstrap distribution that resampling gives: with many
+// iterations both CIs' ends land on the same or neighbouring order statistics of the sample.
+func TestBootstrapQuantileMatchesResampling(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	cases := []struct {
+		name string
+		n    int
+		p    float64
+		gen  func() float64
+	}{
+		{"lognormal p50 n=300", 300, 50, func() float64 { return math.Exp(rng.NormFloat64()) * 100 }},
+		{"lognormal p99 n=300", 300, 99, func() float64 { return math.Exp(rng.NormFloat64()) * 100 }},
+		{"exponential p90 n=1000", 1000, 90, func() float64 { return rng.ExpFloat64() * 50 }},
+		{"with failed claims p99 n=200", 200, 99, func() float64 {
+			if rng.IntN(100) == 0 {
+				return math.Inf(1)
+			}
+			return rng.ExpFloat64()
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			xs := make([]float64, c.n)
+			for i := range xs {
+				xs[i] = c.gen()
+			}
+			sorted := sortedCopy(xs)
+			rank := func(v Num) int { // position of v in the sorted sample
+				for i, x := range sorted {
+					if x == float64(v) {
+						return i
+					}
+				}
+				t.Fatalf("%v is not a sample value", v)
+				return -1
+			}
+			const iters = 20000
+			slow := Bootstrap(xs, func(s []float64) float64 { return NearestRank(s, c.p) }, iters, 0.95, rand.New(rand.NewPCG(1, 2)))
+			fast := BootstrapQuantile(xs, c.p, iters, 0.95, rand.New(rand.NewPCG(3, 4)))
+			if d := rank(slow.Lo) - rank(fast.Lo); d < -1 || d > 1 {
+				t.Errorf("lower ends: resampling %v (rank %d), Beta %v (rank %d)", slow.Lo, rank(slow.Lo), fast.Lo, rank(fast.Lo))
+			}
+			if d := rank(slow.Hi) - rank(fast.Hi); d < -1 || d > 1 {
+				t.Errorf("upper ends: resampling %v (rank %d), Beta %v (rank %d)", slow.Hi, rank(slow.Hi), fast.Hi, rank(fast.Hi))
+			}
+		})
+	}
+}
+
+func TestBootstrapQuantileDelta(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	a, b := make([]float64, 500), make([]float64, 500)
+	for i := range a {
+		a[i] = 100 + 10*rng.NormFloat64()
+		b[i] = 130 + 10*rng.NormFloat64()
+	}
+	ci := BootstrapQuantileDelta(a, b, 50, 4000, 0.95, rng)
+	if !(ci.Lo > 25 && ci.Hi < 35 && ci.Lo < ci.Hi) {
+		t.Errorf("p50 delta CI %v, want inside (25, 35) around the true 30", ci)
+	}
+	if ci := BootstrapQuantileDelta(nil, b, 50, 10, 0.95, rng); !math.IsNaN(float64(ci.Lo)) {
+		t.Errorf("empty side gives %v, want NaN", ci)
+	}
+	// Both sides' p99 is a failed claim (+Inf): the difference is 0, never NaN.
+	inf := []float64{1, math.Inf(1), math.Inf(1)}
+	if ci := BootstrapQuantileDelta(inf, inf, 99, 100, 0.95, rng); math.IsNaN(float64(ci.Lo)) || math.IsNaN(float64(ci.Hi)) {
+		t.Errorf("+Inf vs +Inf gives %v", ci)
+	}
+}

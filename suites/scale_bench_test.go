@@ -1,0 +1,248 @@
+package suites
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brakebench/brakebench/internal/analysis"
+	"github.com/brakebench/brakebench/internal/recorder"
+	"github.com/brakebench/brakebench/internal/recorder/recordertest"
+	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/loadgen"
+	"github.com/brakebench/brakebench/reports"
+)
+
+// Scale targets (issue: the harness must hold 30k claims).
+const (
+	scaleMemoryLimitMiB = 300 // the harness's own memory while tracking every claim, sandbox and pod
+	scaleReportTarget   = 5 * time.Second
+)
+
+// footprint samples the Go runtime's mapped-and-not-released memory (what the process holds from
+// the OS, close to its RSS) and keeps the peak.
+type footprint struct {
+	peak atomic.Uint64
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func readFootprint() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
+}
+
+// liveHeap is the heap still reachable after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func startFootprint() *footprint {
+	f := &footprint{stop: make(chan struct{})}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if v := readFootprint(); v > f.peak.Load() {
+				f.peak.Store(v)
+			}
+			select {
+			case <-f.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return f
+}
+
+func (f *footprint) done() uint64 { close(f.stop); f.wg.Wait(); return f.peak.Load() }
+
+const mib = 1 << 20
+
+// BenchmarkScaleReplay replays the watch events of a burst of N claims (BRAKEBENCH_SCALE_CLAIMS,
+// default 30000) through the recorder's real informers and then through the analysis and the
+// report writers, as a cell of that size would go: a pool of 1000 warm sandboxes, the first 1000
+// claims adopt them (the pool refills), the rest start cold; every sandbox gets a pod that is
+// scheduled and becomes Ready. Objects carry managedFields and the fields real ones have.
+// It reports the process's peak memory while tracking and reporting, and the time from the
+// snapshot to report.html, results.json and junit.xml on disk; it fails above 300 MiB, or when
+// the report takes more than three times its 5 s target (a regression, not noise).
+func BenchmarkScaleReplay(b *testing.B) {
+	n := 30000
+	if v, err := strconv.Atoi(os.Getenv("BRAKEBENCH_SCALE_CLAIMS")); err == nil && v > 0 {
+		n = v
+	}
+	const pool, poolName, ns = 1000, "bench-pool", "scale"
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		base, baseLive := readFootprint(), liveHeap()
+		fp := startFootprint()
+		start := time.Now()
+
+		s, infs := recordertest.New(1024)
+		rec, err := recorder.StartInformers(context.Background(), infs, ns)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Ready is stamped on the harness clock when the recorder sees it, so the burst is placed
+		// just before the replay: latencies are then the replay's own delays (seconds).
+		t0 := time.Now().Add(-time.Duration(n) * time.Millisecond).Truncate(time.Second)
+		at := func(d time.Duration) time.Time { return t0.Add(d) }
+		sent := make([]loadgen.Sent, n)
+		names := make([]string, n)
+		events := replay(s, ns, poolName, pool, n, at, sent, names)
+		ok := rec.WaitFor(context.Background(), 5*time.Minute, func() bool {
+			c, sb, p := rec.Counts()
+			return c == n+1 && sb == n+pool+1 && p == n+pool+1 && rec.ReadyAmong(names) == n && rec.ClaimReady("zz-end")
+		})
+		if !ok {
+			c, sb, p := rec.Counts()
+			b.Fatalf("replay not drained: %d claims, %d sandboxes, %d pods seen", c, sb, p)
+		}
+		replayed := time.Since(start)
+		tracked := liveHeap()
+		if f := os.Getenv("BRAKEBENCH_SCALE_HEAPPROFILE"); f != "" {
+			writeHeapProfile(b, f)
+		}
+
+		// The report path, as a run ends: snapshot, cell assembly, summary, results.json, HTML, JUnit.
+		rs := time.Now()
+		snap := rec.Snapshot()
+		cell := assemble(cellInput{
+			cell: results.Cell{ID: "scale#1", Name: "scale", Rep: 1}, snap: snap, sent: sent,
+			t0: t0, end: at(5 * time.Minute), pool: poolName, poolSize: pool, claimTimeout: 5 * time.Minute,
+		})
+		r := &results.Results{Schema: results.SchemaVersion, Suite: "warmpool-burst", RunID: "scale", Seed: 1,
+			StartedAt: t0, EndedAt: at(5 * time.Minute), Cells: []results.Cell{cell}, CellOrder: []string{cell.ID}}
+		r.Summary = analysis.Summarize(r.Cells, []string{"scale"}, "scale", r.Seed)
+		dir := b.TempDir()
+		if _, err := results.Write(dir, r); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := reports.WriteAll(dir, r, nil); err != nil {
+			b.Fatal(err)
+		}
+		report := time.Since(rs)
+		rec.Stop()
+		peak := fp.done()
+		html, _ := os.Stat(dir + "/report.html")
+		raw, _ := os.Stat(dir + "/results.json")
+
+		if cell.Stats.Total != n || cell.Stats.Failed != 0 || cell.Stats.Warm != pool || cell.Stats.Cold != n-pool {
+			b.Fatalf("replayed cell counts %d total, %d failed, %d warm, %d cold; want %d, 0, %d, %d",
+				cell.Stats.Total, cell.Stats.Failed, cell.Stats.Warm, cell.Stats.Cold, n, pool, n-pool)
+		}
+		peakMiB, trackedMiB := float64(peak-min(base, peak))/mib, float64(tracked-min(baseLive, tracked))/mib
+		b.ReportMetric(peakMiB, "peak-MiB")
+		b.ReportMetric(trackedMiB, "tracked-MiB")
+		b.ReportMetric(report.Seconds(), "report-s")
+		b.ReportMetric(float64(events)/replayed.Seconds(), "events/s")
+		fmt.Printf("scale replay: %d claims (%d sandboxes, %d pods, %d watch events) replayed in %s (%.0f events/s); "+
+			"memory above the idle process: peak %.0f MiB held from the OS, %.0f MiB live heap after GC while tracking; "+
+			"report (snapshot, assembly, summary, results.json %.1f MiB, report.html %.1f MiB, junit.xml) in %s\n",
+			n, n+pool, n+pool, events, replayed.Round(time.Millisecond), float64(events)/replayed.Seconds(),
+			peakMiB, trackedMiB, float64(size(raw))/mib, float64(size(html))/mib, report.Round(time.Millisecond))
+		if peakMiB > scaleMemoryLimitMiB {
+			b.Errorf("peak memory %.0f MiB above the %d MiB limit for %d claims", peakMiB, scaleMemoryLimitMiB, n)
+		}
+		if report > scaleReportTarget {
+			fmt.Printf("WARNING: the report took %s, above its %s target\n", report.Round(time.Millisecond), scaleReportTarget)
+		}
+		if report > 3*scaleReportTarget {
+			b.Errorf("the report took %s, more than three times its %s target", report.Round(time.Millisecond), scaleReportTarget)
+		}
+	}
+}
+
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func size(fi os.FileInfo) int64 {
+	if fi == nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// replay sends the burst's events and one end marker per watch; it fills sent and names.
+func replay(s *recordertest.Stream, ns, poolName string, pool, n int, at func(time.Duration) time.Time, sent []loadgen.Sent, names []string) int {
+	ev := 0
+	rv := 1
+	next := func() int { rv++; ev++; return rv }
+	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+	// The fill, before T0.
+	for j := 0; j < pool; j++ {
+		name := fmt.Sprintf("pool-%05d", j)
+		created := at(-ms(60000 - j))
+		s.Sandboxes.Add(recordertest.Sandbox(ns, name, "SandboxWarmPool/"+poolName, "", created, false, next()))
+		s.Pods.Add(recordertest.Pod(ns, name, "", "", created, time.Time{}, time.Time{}, false, next()))
+		s.Pods.Modify(recordertest.Pod(ns, name, "", "kwok-node-1", created, created, created.Add(ms(500)), false, next()))
+	}
+	s.Pools.Add(recordertest.Pool(ns, poolName, int64(pool), int64(pool), int64(pool), next()))
+	// The burst: 1000 claims/s; warm claims Ready in 100-400 ms, cold ones in 2-5 s.
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("claim-%05d", i)
+		names[i] = name
+		planned := at(ms(i))
+		intent := planned.Add(ms(i % 3))
+		sent[i] = loadgen.Sent{Index: i, Name: name, Planned: planned, Intent: intent, Acked: intent.Add(ms(15 + i%20))}
+		s.Claims.Add(recordertest.Claim(ns, name, poolName, "", intent, time.Time{}, next()))
+		var sb string
+		var ready time.Time
+		if i < pool {
+			sb = fmt.Sprintf("pool-%05d", i)
+			ready = intent.Add(ms(100 + i%300))
+			s.Sandboxes.Modify(recordertest.Sandbox(ns, sb, "SandboxClaim/"+name, "warm", at(-ms(60000-i)), false, next()))
+			// The pool refills the slot.
+			refill := fmt.Sprintf("refill-%05d", i)
+			rc := intent.Add(ms(50))
+			s.Sandboxes.Add(recordertest.Sandbox(ns, refill, "SandboxWarmPool/"+poolName, "", rc, false, next()))
+			s.Pods.Add(recordertest.Pod(ns, refill, "", "", rc, time.Time{}, time.Time{}, false, next()))
+			s.Pods.Modify(recordertest.Pod(ns, refill, "", "kwok-node-2", rc, rc.Add(ms(20)), rc.Add(ms(600)), false, next()))
+		} else {
+			sb = "cold-" + name
+			ready = intent.Add(ms(2000 + i%3000))
+			created := intent.Add(ms(30))
+			s.Sandboxes.Add(recordertest.Sandbox(ns, sb, "SandboxClaim/"+name, "cold", created, false, next()))
+			s.Pods.Add(recordertest.Pod(ns, sb, "", "", created, time.Time{}, time.Time{}, false, next()))
+			s.Pods.Modify(recordertest.Pod(ns, sb, "", "", created, created.Add(ms(40)), time.Time{}, false, next()))
+			s.Pods.Modify(recordertest.Pod(ns, sb, "", "kwok-node-3", created, created.Add(ms(40)), ready.Add(-ms(100)), false, next()))
+		}
+		s.Claims.Modify(recordertest.Claim(ns, name, poolName, sb, intent, time.Time{}, next()))
+		s.Claims.Modify(recordertest.Claim(ns, name, poolName, sb, intent, ready, next()))
+		if i%100 == 99 {
+			r := int64(min(pool, i+1))
+			s.Pools.Modify(recordertest.Pool(ns, poolName, int64(pool), int64(pool)-r/2, int64(pool)-r/2, next()))
+		}
+	}
+	s.Pools.Modify(recordertest.Pool(ns, poolName, int64(pool), int64(pool), int64(pool), next()))
+	// End markers: each watch is handled in order, so its marker is seen after all of its events.
+	end := at(0)
+	s.Claims.Add(recordertest.Claim(ns, "zz-end", poolName, "zz-end", end, end, next()))
+	s.Sandboxes.Add(recordertest.Sandbox(ns, "zz-end", "SandboxClaim/zz-end", "warm", end, false, next()))
+	s.Pods.Add(recordertest.Pod(ns, "zz-end", "", "", end, time.Time{}, time.Time{}, false, next()))
+	return ev
+}
