@@ -3,7 +3,6 @@ package loadgen
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,7 +33,7 @@ func (a APF) Exempt() bool { return a.PriorityLevel == "exempt" }
 // the response headers (X-Kubernetes-PF-FlowSchema-UID / -PriorityLevel-UID), then names them.
 func CheckAPF(ctx context.Context, cfg *rest.Config, admin kubernetes.Interface, ns, pool string) (APF, error) {
 	g := &Generator{Namespace: ns, Pool: pool, Prefix: "apf-check-"}
-	body, _ := json.Marshal(g.Claim(0, time.Now()).Object)
+	body := g.Body(0, time.Now())
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return APF{}, err

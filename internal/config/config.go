@@ -223,7 +223,7 @@ func Default() Config {
 			ClaimTimeout: 3 * time.Minute, RefillTimeout: 3 * time.Minute, FillTimeout: 5 * time.Minute,
 			Image: "registry.k8s.io/pause:3.10",
 		},
-		Loadgen: Loadgen{Connections: 4, Identity: "exempt"},
+		Loadgen: Loadgen{Connections: 1, Identity: "exempt"},
 		Matrix:  Matrix{Brakes: []string{"none"}, Repetitions: 1, ControllerArgs: []string{}, Faults: []string{"none"}},
 		Faults: Faults{
 			APF:          APFFault{Target: "controller", Shares: 1, Queues: 1, QueueLength: 16},
