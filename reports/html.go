@@ -102,6 +102,9 @@ func Build(r *results.Results, verdicts []gates.Verdict) (*Report, error) {
 			if d := m.Delta; d != nil {
 				rc.Significant = d.Comparison.Significant
 				rc.P = fmt.Sprintf("p=%.3f", float64(d.Comparison.P))
+				if math.IsNaN(float64(d.Comparison.P)) {
+					rc.P = shortNote(d.Comparison.Note)
+				}
 				if d.Comparison.Significant {
 					rc.Delta = fmt.Sprintf("%+.1f%%", float64(d.Pct))
 					if lo, hi := float64(d.CI.Lo), float64(d.CI.Hi); !math.IsNaN(lo) && !math.IsInf(hi, 0) && !math.IsInf(lo, 0) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,8 +223,39 @@ func TestCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := find(slower, "none", "claim.p50_ms"); m.Delta == nil || !m.Delta.Comparison.Significant || float64(m.Delta.Pct) < 90 {
-		t.Errorf("doubling latency should be a significant +100%%: %+v", m.Delta)
+	// One repetition a side: the change is measured but no p-value is claimed.
+	if m := find(slower, "none", "claim.p50_ms"); m.Delta == nil || m.Delta.Comparison.Significant || float64(m.Delta.Pct) < 90 ||
+		FormatDelta(m.Delta) != "~ (insufficient repetitions)" {
+		t.Errorf("doubling latency with one repetition a side: %+v (%q)", m.Delta, FormatDelta(m.Delta))
+	}
+	// Four repetitions a side (copies of the fixture's cell, each scaled a little): significant.
+	reps := func(f float64) *results.Results {
+		r := scaled(t, f)
+		var cells []results.Cell
+		for rep, k := range []float64{0.98, 1.0, 1.01, 1.03} {
+			for _, c := range r.Cells {
+				c.Rep, c.ID = rep+1, fmt.Sprintf("%s#%d", c.Name, rep+1)
+				var claims []results.Claim
+				for _, cl := range c.Claims {
+					if cl.LatencyMS != nil {
+						v := *cl.LatencyMS * k
+						cl.LatencyMS = &v
+					}
+					claims = append(claims, cl)
+				}
+				c.Claims = claims
+				cells = append(cells, c)
+			}
+		}
+		r.Cells = cells
+		return r
+	}
+	slower4, err := NewComparison(paths, []*results.Results{reps(1), reps(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := find(slower4, "none", "claim.p50_ms"); m.Delta == nil || !m.Delta.Comparison.Significant || float64(m.Delta.Pct) < 90 {
+		t.Errorf("doubling latency over four repetitions a side should be a significant +100%%: %+v", m.Delta)
 	}
 	same, err := NewComparison(paths, []*results.Results{fixture(t), fixture(t)})
 	if err != nil {

@@ -48,6 +48,9 @@ func FormatDelta(d *results.Delta) string {
 	}
 	p := float64(d.Comparison.P)
 	if math.IsNaN(p) {
+		if d.Comparison.Note != "" {
+			return "~ (" + shortNote(d.Comparison.Note) + ")"
+		}
 		return "~"
 	}
 	if !d.Comparison.Significant {
@@ -58,6 +61,15 @@ func FormatDelta(d *results.Delta) string {
 		return fmt.Sprintf("%s (p=%.3f)", d.Comparison.Delta, p)
 	}
 	return fmt.Sprintf("%+.0f%% (p=%.3f)", pct, p)
+}
+
+// shortNote is the first clause of a comparison's note ("insufficient repetitions (2 vs 3; ...)"
+// -> "insufficient repetitions").
+func shortNote(n string) string {
+	if i := strings.Index(n, " ("); i > 0 {
+		return n[:i]
+	}
+	return n
 }
 
 // Table writes the cells side by side with each cell's delta against the baseline.

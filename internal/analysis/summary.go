@@ -235,6 +235,7 @@ func MetricUnits() map[string]string {
 type sample struct {
 	perRep []float64
 	pooled []float64
+	nested stats.Nested // pooled metrics: the claims of each repetition
 }
 
 func (d metricDef) sample(cells []*results.Cell) sample {
@@ -246,6 +247,7 @@ func (d metricDef) sample(cells []*results.Cell) sample {
 		if d.pooled != nil {
 			p := d.pooled(c)
 			s.pooled = append(s.pooled, p...)
+			s.nested = append(s.nested, p)
 			s.perRep = append(s.perRep, stats.NearestRank(p, d.p))
 		} else if v := d.rep(c); !math.IsNaN(v) {
 			s.perRep = append(s.perRep, v)
@@ -261,12 +263,17 @@ func (d metricDef) value(s sample) float64 {
 	return stats.Median(s.perRep)
 }
 
-// metric summarizes a sample (value and bootstrap CI) and, given a baseline sample, its delta
-// (bootstrap CI of the difference, Mann-Whitney U over claims or repetitions).
+// metric summarizes a sample (value and CI) and, given a baseline sample, its delta. The
+// repetition is the unit of inference: claims of one burst share its conditions. A latency
+// quantile's value is the pooled quantile of every claim (descriptive); its CI and the delta's CI
+// come from a two-level bootstrap (repetitions, then claims within them) and the delta's p-value
+// from a permutation test over repetitions. Per-repetition metrics are compared as samples of
+// repetitions (Mann-Whitney U), as benchstat compares runs. Below 3 repetitions a side there
+// is no p-value ("insufficient repetitions").
 func (d metricDef) metric(s sample, base *sample, rng *rand.Rand) results.Metric {
 	m := results.Metric{Key: d.key, Unit: d.unit, Value: stats.Num(d.value(s))}
 	if d.pooled != nil {
-		m.CI = stats.BootstrapQuantile(s.pooled, d.p, bootstrapIters, confidence, rng)
+		m.CI = stats.HierQuantileCI(s.nested, d.p, bootstrapIters, confidence, rng)
 	} else {
 		m.CI = stats.Bootstrap(s.perRep, stats.Median, bootstrapIters, confidence, rng)
 	}
@@ -276,27 +283,13 @@ func (d metricDef) metric(s sample, base *sample, rng *rand.Rand) results.Metric
 	bv := d.value(*base)
 	delta := &results.Delta{Abs: stats.Num(float64(m.Value) - bv), Pct: stats.Num((float64(m.Value) - bv) / bv * 100)}
 	if d.pooled != nil {
-		delta.CI = stats.BootstrapQuantileDelta(base.pooled, s.pooled, d.p, bootstrapIters, confidence, rng)
-		delta.Comparison = stats.Compare(finite(base.pooled), finite(s.pooled), alpha)
+		delta.Comparison, delta.CI = stats.CompareNestedQuantile(base.nested, s.nested, d.p, bootstrapIters, confidence, alpha, rng)
 	} else {
 		delta.CI = stats.BootstrapDelta(base.perRep, s.perRep, stats.Median, bootstrapIters, confidence, rng)
-		delta.Comparison = stats.Compare(base.perRep, s.perRep, alpha)
+		delta.Comparison = stats.CompareReps(base.perRep, s.perRep, alpha)
 	}
 	m.Delta = delta
 	return m
-}
-
-// finite replaces +Inf (failed claims) by a value above every finite one, so rank tests rank
-// them last instead of choking on them.
-func finite(xs []float64) []float64 {
-	out := make([]float64, len(xs))
-	for i, x := range xs {
-		if math.IsInf(x, 1) {
-			x = math.MaxFloat64 / 4
-		}
-		out[i] = x
-	}
-	return out
 }
 
 // Summarize aggregates cells by name over repetitions and compares each with the baseline cell;

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/brakebench/brakebench/internal/results"
@@ -17,7 +18,11 @@ func TestSummarizeComparesWithBaseline(t *testing.T) {
 		c.Stats.Ceilings.RefillCreate5s = base / 10
 		return c
 	}
-	cells := []results.Cell{mk("none", 1, 100), mk("none", 2, 100), mk("both", 1, 400), mk("both", 2, 400)}
+	// Four repetitions a side, each with its own offset (the repetition is the unit of inference).
+	var cells []results.Cell
+	for rep := 1; rep <= 4; rep++ {
+		cells = append(cells, mk("none", rep, 100+float64(rep)), mk("both", rep, 400+float64(rep)))
+	}
 	s := Summarize(cells, []string{"none", "both"}, "none", 1)
 	if len(s) != 2 || s[0].Name != "none" || s[1].Name != "both" {
 		t.Fatalf("summary order %+v", s)
@@ -28,8 +33,9 @@ func TestSummarizeComparesWithBaseline(t *testing.T) {
 			p50 = &s[1].Metrics[i]
 		}
 	}
-	if p50 == nil || float64(p50.Value) != 424 || p50.Delta == nil || float64(p50.Delta.Abs) != 300 || !p50.Delta.Comparison.Significant {
-		t.Fatalf("p50 metric %+v", p50)
+	if p50 == nil || float64(p50.Value) != 427 || p50.Delta == nil || float64(p50.Delta.Abs) != 300 || !p50.Delta.Comparison.Significant ||
+		p50.Delta.Comparison.Method != "permutation over repetitions" || float64(p50.Delta.Comparison.P) > 0.03 {
+		t.Fatalf("p50 metric %+v delta %+v", p50, p50.Delta)
 	}
 	if lo, hi := float64(p50.Delta.CI.Lo), float64(p50.Delta.CI.Hi); lo > 300 || hi < 300 {
 		t.Errorf("delta CI [%v,%v] should contain 300", lo, hi)
@@ -37,6 +43,31 @@ func TestSummarizeComparesWithBaseline(t *testing.T) {
 	for _, m := range s[0].Metrics {
 		if m.Delta != nil {
 			t.Errorf("baseline compared with itself: %s", m.Key)
+		}
+	}
+}
+
+// Two repetitions a side, however many claims and however large the difference: no p-value, and
+// the comparison says why (pooling the claims used to call this significant).
+func TestSummarizeInsufficientRepetitions(t *testing.T) {
+	mk := func(name string, rep int, base float64) results.Cell {
+		c := results.Cell{Name: name, Rep: rep}
+		for i := 0; i < 300; i++ {
+			l := base + float64(i)
+			c.Claims = append(c.Claims, results.Claim{Name: fmt.Sprint(i), LatencyMS: &l, LaunchType: "warm"})
+		}
+		c.Stats.Ceilings.RefillCreate5s = base / 10
+		return c
+	}
+	cells := []results.Cell{mk("none", 1, 100), mk("none", 2, 110), mk("both", 1, 400), mk("both", 2, 410)}
+	s := Summarize(cells, []string{"none", "both"}, "none", 1)
+	for _, m := range s[1].Metrics {
+		if m.Delta == nil || m.Delta.Comparison.Note == "no data" { // e.g. cold-claim latency: none here
+			continue
+		}
+		c := m.Delta.Comparison
+		if c.Significant || c.P == c.P || !strings.HasPrefix(c.Note, "insufficient repetitions") {
+			t.Errorf("%s: significant %v, p %v, note %q; want no p-value and 'insufficient repetitions'", m.Key, c.Significant, c.P, c.Note)
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	mstats "github.com/montanaflynn/stats"
 	"golang.org/x/perf/benchmath"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Quantiles are the nearest-rank summary of a sample.
@@ -158,35 +157,6 @@ func BootstrapDelta(a, b []float64, stat func([]float64) float64, iters int, con
 	return percentileCI(est, confidence)
 }
 
-// BootstrapQuantile is Bootstrap(xs, nearest-rank p) computed without building resamples. A
-// resample of n draws from xs is sorted(xs)[floor(U_j*n)] for n uniform U_j, and both maps are
-// monotone, so its k-th smallest value (k = the nearest rank of p) is sorted(xs)[floor(U_(k)*n)],
-// where U_(k), the k-th smallest of n uniforms, is Beta(k, n-k+1) distributed. One Beta draw per
-// iteration instead of n draws and a sort: the same bootstrap distribution, O(iters) after one
-// sort (30,000 claims x 2,000 iterations took seconds per metric the other way).
-func BootstrapQuantile(xs []float64, p float64, iters int, confidence float64, rng *rand.Rand) CI {
-	if len(xs) == 0 {
-		return CI{Num(math.NaN()), Num(math.NaN())}
-	}
-	return percentileCI(quantileDraws(sortedCopy(xs), p, iters, rng), confidence)
-}
-
-// BootstrapQuantileDelta is BootstrapDelta(a, b, nearest-rank p) computed as BootstrapQuantile is.
-func BootstrapQuantileDelta(a, b []float64, p float64, iters int, confidence float64, rng *rand.Rand) CI {
-	if len(a) == 0 || len(b) == 0 {
-		return CI{Num(math.NaN()), Num(math.NaN())}
-	}
-	da := quantileDraws(sortedCopy(a), p, iters, rng)
-	db := quantileDraws(sortedCopy(b), p, iters, rng)
-	for i := range db {
-		db[i] -= da[i]
-		if math.IsNaN(db[i]) { // +Inf - +Inf: both resamples' quantiles are failed claims
-			db[i] = 0
-		}
-	}
-	return percentileCI(db, confidence)
-}
-
 // nearestRankIndex is the 0-based index of the nearest-rank p-th percentile in a sorted sample
 // of n (as montanaflynn/stats computes it).
 func nearestRankIndex(n int, p float64) int {
@@ -198,20 +168,6 @@ func nearestRankIndex(n int, p float64) int {
 		k = 1
 	}
 	return k - 1
-}
-
-// quantileDraws returns iters bootstrap replicates of the nearest-rank p-th percentile of the
-// sorted sample (see BootstrapQuantile).
-func quantileDraws(sorted []float64, p float64, iters int, rng *rand.Rand) []float64 {
-	n := len(sorted)
-	k := nearestRankIndex(n, p) + 1
-	out := make([]float64, iters)
-	beta := distuv.Beta{Alpha: float64(k), Beta: float64(n - k + 1), Src: rng}
-	for i := range out {
-		j := int(beta.Rand() * float64(n))
-		out[i] = sorted[min(max(j, 0), n-1)]
-	}
-	return out
 }
 
 func sortedCopy(xs []float64) []float64 {
@@ -230,11 +186,52 @@ func percentileCI(est []float64, confidence float64) CI {
 
 // Comparison is an A/B verdict between a baseline and a treatment sample.
 type Comparison struct {
-	P           Num     `json:"p"`           // Mann-Whitney U two-sided p-value
+	P           Num     `json:"p"`           // two-sided p-value (Method); null when there is none
 	Significant bool    `json:"significant"` // P < Alpha
 	Alpha       float64 `json:"alpha"`
 	// Delta is benchstat's formatted relative change of the medians ("+12.3%", or "~").
 	Delta string `json:"delta"`
+	// Method names the test ("" in results written before it was recorded: Mann-Whitney U over
+	// the pooled values); Note says why there is no p-value or why it cannot be small.
+	Method string `json:"method,omitempty"`
+	Note   string `json:"note,omitempty"`
+}
+
+// Test names recorded in Comparison.Method.
+const (
+	MethodMWReps      = "mann-whitney over repetitions"
+	MethodPermutation = "permutation over repetitions"
+)
+
+// CompareReps compares per-repetition values (one number per repetition: ceilings, refill
+// times, correctness ratios) with the Mann-Whitney U test, as benchstat compares benchmark
+// runs. Below MinReps a side it gives no p-value; when the repetitions cannot reach alpha at all
+// (3 vs 3: the smallest two-sided p is 0.1) it says so.
+func CompareReps(base, treat []float64, alpha float64) Comparison {
+	c := Compare(base, treat, alpha)
+	c.Method = MethodMWReps
+	if len(base) < MinReps || len(treat) < MinReps {
+		c.P, c.Significant, c.Delta = Num(math.NaN()), false, "~"
+		c.Note = fmt.Sprintf("insufficient repetitions (%d vs %d; at least %d a side)", len(base), len(treat), MinReps)
+		return c
+	}
+	if mp := math.Min(1, 2/binomial(len(base)+len(treat), len(base))); mp > alpha {
+		c.Note = fmt.Sprintf("%d vs %d repetitions cannot reach p < %g (smallest possible p %.2g)", len(base), len(treat), alpha, mp)
+	}
+	return c
+}
+
+// CompareNestedQuantile is CompareNested as a Comparison (the pooled values' relative change
+// formatted as benchstat does).
+func CompareNestedQuantile(base, treat Nested, p float64, iters int, confidence, alpha float64, rng *rand.Rand) (Comparison, CI) {
+	hc := CompareNested(base, treat, p, iters, confidence, alpha, rng)
+	c := Comparison{P: hc.P, Alpha: alpha, Method: MethodPermutation, Note: hc.Note, Delta: "~"}
+	c.Significant = !math.IsNaN(float64(hc.P)) && float64(hc.P) < alpha
+	if c.Significant {
+		b, t := NearestRank(base.Pooled(), p), NearestRank(treat.Pooled(), p)
+		c.Delta = fmt.Sprintf("%+.1f%%", (t-b)/b*100)
+	}
+	return c, hc.CI
 }
 
 // Compare runs the Mann-Whitney U test (benchmath.AssumeNothing) at alpha.

@@ -116,9 +116,10 @@ func TestQuantilesJSONKeepsInfAndNaN(t *testing.T) {
 	}
 }
 
-// The Beta shortcut must give the bootstrap distribution that resampling gives: with many
-// iterations both CIs' ends land on the same or neighbouring order statistics of the sample.
-func TestBootstrapQuantileMatchesResampling(t *testing.T) {
+// The Beta shortcut must give the bootstrap distribution that resampling gives: with one
+// repetition the two-level draws are the plain bootstrap of its claims, and with many iterations
+// both CIs' ends land on the same or neighbouring order statistics of the sample.
+func TestHierDrawsMatchResampling(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	cases := []struct {
 		name string
@@ -154,7 +155,7 @@ func TestBootstrapQuantileMatchesResampling(t *testing.T) {
 			}
 			const iters = 20000
 			slow := Bootstrap(xs, func(s []float64) float64 { return NearestRank(s, c.p) }, iters, 0.95, rand.New(rand.NewPCG(1, 2)))
-			fast := BootstrapQuantile(xs, c.p, iters, 0.95, rand.New(rand.NewPCG(3, 4)))
+			fast := percentileCI(HierDraws(Nested{xs}, c.p, iters, rand.New(rand.NewPCG(3, 4))), 0.95)
 			if d := rank(slow.Lo) - rank(fast.Lo); d < -1 || d > 1 {
 				t.Errorf("lower ends: resampling %v (rank %d), Beta %v (rank %d)", slow.Lo, rank(slow.Lo), fast.Lo, rank(fast.Lo))
 			}
@@ -162,26 +163,5 @@ func TestBootstrapQuantileMatchesResampling(t *testing.T) {
 				t.Errorf("upper ends: resampling %v (rank %d), Beta %v (rank %d)", slow.Hi, rank(slow.Hi), fast.Hi, rank(fast.Hi))
 			}
 		})
-	}
-}
-
-func TestBootstrapQuantileDelta(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 9))
-	a, b := make([]float64, 500), make([]float64, 500)
-	for i := range a {
-		a[i] = 100 + 10*rng.NormFloat64()
-		b[i] = 130 + 10*rng.NormFloat64()
-	}
-	ci := BootstrapQuantileDelta(a, b, 50, 4000, 0.95, rng)
-	if !(ci.Lo > 25 && ci.Hi < 35 && ci.Lo < ci.Hi) {
-		t.Errorf("p50 delta CI %v, want inside (25, 35) around the true 30", ci)
-	}
-	if ci := BootstrapQuantileDelta(nil, b, 50, 10, 0.95, rng); !math.IsNaN(float64(ci.Lo)) {
-		t.Errorf("empty side gives %v, want NaN", ci)
-	}
-	// Both sides' p99 is a failed claim (+Inf): the difference is 0, never NaN.
-	inf := []float64{1, math.Inf(1), math.Inf(1)}
-	if ci := BootstrapQuantileDelta(inf, inf, 99, 100, 0.95, rng); math.IsNaN(float64(ci.Lo)) || math.IsNaN(float64(ci.Hi)) {
-		t.Errorf("+Inf vs +Inf gives %v", ci)
 	}
 }
