@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,5 +103,77 @@ func TestFire(t *testing.T) {
 	}
 	if failed != 2 { // c-00003 and c-00013
 		t.Errorf("%d failed creates, want 2", failed)
+	}
+}
+
+// At most MaxInFlight creates are in flight at once; the rest wait (as send lag), and every
+// claim is still sent once, in schedule order.
+func TestFireBoundsInFlight(t *testing.T) {
+	var cur, peak atomic.Int32
+	var mu sync.Mutex
+	var order []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := cur.Add(1)
+		defer cur.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		var obj claimObject
+		raw, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(raw, &obj)
+		mu.Lock()
+		order = append(order, obj.Metadata.Name)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	g, err := NewGenerator(&rest.Config{Host: srv.URL}, 1, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Namespace, g.Pool, g.Prefix, g.MaxInFlight = "ns", "p", "c-", 3
+	// Scheduled out of index order: claim 0 last.
+	sched := Schedule{40 * time.Millisecond, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	sent := g.Fire(context.Background(), time.Now(), sched)
+	for _, s := range sent {
+		if s.Err != "" {
+			t.Fatalf("%s: %s", s.Name, s.Err)
+		}
+	}
+	if p := peak.Load(); p > 3 || p < 2 {
+		t.Errorf("peak in-flight creates %d, want at most 3 (and concurrency at all)", p)
+	}
+	if len(order) != 12 || order[len(order)-1] != "c-00000" {
+		t.Errorf("creates arrived in order %v; want 12 with c-00000 (planned last) last", order)
+	}
+	// The last claims waited for a free worker: their send lag shows it.
+	if lag := sent[11].Intent.Sub(sent[11].Planned); lag < 40*time.Millisecond {
+		t.Errorf("claim 11 send lag %s, want >= 40ms (three rounds of 20 ms ahead of it)", lag)
+	}
+}
+
+// A context that ends before the schedule does leaves the remaining claims marked not sent.
+func TestFireCancelled(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) }))
+	defer srv.Close()
+	g, err := NewGenerator(&rest.Config{Host: srv.URL}, 1, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Namespace, g.Pool, g.Prefix = "ns", "p", "c-"
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	sent := g.Fire(ctx, time.Now(), Schedule{0, 0, time.Hour, time.Hour})
+	if sent[0].Err != "" || sent[1].Err != "" {
+		t.Errorf("claims due now: %q %q", sent[0].Err, sent[1].Err)
+	}
+	for _, s := range sent[2:] {
+		if !strings.HasPrefix(s.Err, "not sent") || !s.Intent.IsZero() {
+			t.Errorf("claim %s planned an hour out: err %q intent %s", s.Name, s.Err, s.Intent)
+		}
 	}
 }

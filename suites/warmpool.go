@@ -270,7 +270,7 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 		env.Progress.Printf("    %s", oneLine(cell))
 	}
 	res.Summary = analysis.Summarize(res.Cells, plan.Names, res.Baseline, plan.Seed)
-	res.Loadgen = results.Loadgen{Identity: cfg.Loadgen.Identity, Connections: cfg.Loadgen.Connections, QPS: cfg.Loadgen.QPS}
+	res.Loadgen = results.Loadgen{Identity: cfg.Loadgen.Identity, Connections: cfg.Loadgen.Connections, QPS: cfg.Loadgen.QPS, MaxInFlight: cfg.Loadgen.MaxInFlight}
 	if env.APF != nil {
 		res.Loadgen.FlowSchema, res.Loadgen.PriorityLevel = env.APF.FlowSchema, env.APF.PriorityLevel
 	}

@@ -160,7 +160,7 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		cell.Error = err.Error()
 		return cell
 	}
-	gen.Namespace, gen.Pool, gen.Prefix, gen.Labels = ns, PoolName, "claim-", labels
+	gen.Namespace, gen.Pool, gen.Prefix, gen.Labels, gen.MaxInFlight = ns, PoolName, "claim-", labels, cfg.Loadgen.MaxInFlight
 	if err := gen.Warm(ctx); err != nil {
 		cell.Error = err.Error()
 		return cell

@@ -184,6 +184,8 @@ type Loadgen struct {
 	QPS         float64 `mapstructure:"qps"`         // 0 = unlimited
 	Burst       int     `mapstructure:"burst"`
 	Identity    string  `mapstructure:"identity"` // exempt | serviceaccount
+	// MaxInFlight bounds the creates in flight at once; claims beyond it wait (send lag).
+	MaxInFlight int `mapstructure:"maxInFlight"`
 }
 
 // Matrix is what a suite varies.
@@ -223,7 +225,7 @@ func Default() Config {
 			ClaimTimeout: 3 * time.Minute, RefillTimeout: 3 * time.Minute, FillTimeout: 5 * time.Minute,
 			Image: "registry.k8s.io/pause:3.10",
 		},
-		Loadgen: Loadgen{Connections: 1, Identity: "exempt"},
+		Loadgen: Loadgen{Connections: 1, Identity: "exempt", MaxInFlight: 1000},
 		Matrix:  Matrix{Brakes: []string{"none"}, Repetitions: 1, ControllerArgs: []string{}, Faults: []string{"none"}},
 		Faults: Faults{
 			APF:          APFFault{Target: "controller", Shares: 1, Queues: 1, QueueLength: 16},

@@ -106,6 +106,7 @@ func TestErrors(t *testing.T) {
 		{"bad quantity", Loader{Sets: []string{"lab.nodes.memory=lots"}}, `key "lab.nodes.memory": expected a Kubernetes quantity like 64 or 256Gi, got "lots"`},
 		{"bad identity", Loader{Sets: []string{"loadgen.identity=root"}}, `key "loadgen.identity": expected exempt or serviceaccount, got root`},
 		{"zero connections", Loader{Sets: []string{"loadgen.connections=0"}}, `key "loadgen.connections": expected at least 1, got 0`},
+		{"zero in flight", Loader{Sets: []string{"loadgen.maxInFlight=0"}}, `key "loadgen.maxInFlight": expected 1 to 100000, got 0`},
 		{"bad version", Loader{Sets: []string{"controller.version=latest"}}, `key "controller.version": expected a version like v0.5.5, got latest`},
 		{"bad node label", Loader{Sets: []string{"lab.nodes.labels=gpu"}}, `key "lab.nodes.labels": expected key=value items, got "gpu"`},
 		{"bad lab name", Loader{Sets: []string{"lab.name=My_Lab"}}, `key "lab.name": expected a lower-case DNS label, got My_Lab`},

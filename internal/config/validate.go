@@ -76,6 +76,7 @@ func (r *Resolved) validate() error {
 		{c.Loadgen.Connections < 1, "loadgen.connections", "at least 1", c.Loadgen.Connections},
 		{c.Loadgen.QPS < 0, "loadgen.qps", "0 (unlimited) or a positive rate", c.Loadgen.QPS},
 		{c.Loadgen.Burst < 0, "loadgen.burst", "0 or more", c.Loadgen.Burst},
+		{c.Loadgen.MaxInFlight < 1 || c.Loadgen.MaxInFlight > 100000, "loadgen.maxInFlight", "1 to 100000", c.Loadgen.MaxInFlight},
 		{!oneOf(c.Loadgen.Identity, "exempt", "serviceaccount"), "loadgen.identity", "exempt or serviceaccount", c.Loadgen.Identity},
 		{c.Matrix.Repetitions < 1, "matrix.repetitions", "at least 1", c.Matrix.Repetitions},
 		{len(c.Matrix.Brakes) == 0, "matrix.brakes", "a non-empty list of " + strings.Join(BrakeCellsFor(r.Suite), ", "), "[]"},

@@ -71,6 +71,7 @@ type Loadgen struct {
 	FlowSchema    string  `json:"flowSchema"`
 	PriorityLevel string  `json:"priorityLevel"`
 	Connections   int     `json:"connections"`
+	MaxInFlight   int     `json:"maxInFlight,omitempty"`
 	QPS           float64 `json:"qps"`
 }
 
