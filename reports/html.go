@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/gates"
 	"github.com/brakebench/brakebench/internal/results"
 )
@@ -34,6 +35,21 @@ type Report struct {
 	Gang []GangArm
 	// Autoscale holds the pool-autoscaling cells side by side.
 	Autoscale []AutoscaleArm
+	// NoiseFloors are the A/A comparisons of the run (a brake listed twice).
+	NoiseFloors []NoiseFloor
+}
+
+// NoiseFloor is an A/A pair: identical cells compared, metric by metric.
+type NoiseFloor struct {
+	Original, Copy string
+	Rows           []NoiseRow
+	Significant    int // metrics whose A/A difference tested significant (expected: about 5%)
+}
+
+// NoiseRow is one metric's A/A difference.
+type NoiseRow struct {
+	Key, A, B, Delta, CI, Verdict string
+	Significant                   bool
 }
 
 // Row is one metric across cells.
@@ -118,6 +134,7 @@ func Build(r *results.Results, verdicts []gates.Verdict) (*Report, error) {
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
+	rep.NoiseFloors = noiseFloors(r)
 	var err error
 	if rep.Gang, err = gangArms(r); err != nil {
 		return nil, err
@@ -177,6 +194,39 @@ func Build(r *results.Results, verdicts []gates.Verdict) (*Report, error) {
 		rep.Checks = append(rep.Checks, cc)
 	}
 	return rep, nil
+}
+
+// noiseFloors compares every A/A copy in the run with its original.
+func noiseFloors(r *results.Results) []NoiseFloor {
+	var names []string
+	for _, s := range r.Summary {
+		names = append(names, s.Name)
+	}
+	var out []NoiseFloor
+	for _, pair := range analysis.AAPairs(names) {
+		nf := NoiseFloor{Original: pair.Original, Copy: pair.Copy}
+		for _, m := range analysis.NoiseFloor(r.Cells, pair, r.Seed) {
+			d := m.Delta
+			if d == nil {
+				continue
+			}
+			a := float64(m.Value) - float64(d.Abs)
+			row := NoiseRow{Key: m.Key, A: FormatNum(a, m.Unit), B: FormatNum(float64(m.Value), m.Unit), Significant: d.Comparison.Significant}
+			if pct := float64(d.Pct); !math.IsNaN(pct) && !math.IsInf(pct, 0) {
+				row.Delta = fmt.Sprintf("%+.1f%%", pct)
+			}
+			if lo, hi := float64(d.CI.Lo), float64(d.CI.Hi); a != 0 && !math.IsNaN(lo) && !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
+				row.CI = fmt.Sprintf("[%+.1f%%, %+.1f%%]", lo/a*100, hi/a*100)
+			}
+			row.Verdict = FormatDelta(d)
+			if row.Significant {
+				nf.Significant++
+			}
+			nf.Rows = append(nf.Rows, row)
+		}
+		out = append(out, nf)
+	}
+	return out
 }
 
 var funcs = template.FuncMap{

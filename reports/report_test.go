@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/gates"
 	"github.com/brakebench/brakebench/internal/results"
 )
@@ -282,5 +283,49 @@ func TestCompare(t *testing.T) {
 	c, err := NewComparison(paths, []*results.Results{fixture(t), changed})
 	if err != nil || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "workload.claims: 60 -> 61") {
 		t.Errorf("config difference warnings: %v %v", c, err)
+	}
+}
+
+// An A/A run (a brake listed twice) gets a noise-floor section: the identical cells compared
+// metric by metric, with the interval each difference could not resolve.
+func TestReportNoiseFloor(t *testing.T) {
+	r := fixture(t)
+	var base results.Cell
+	for _, c := range r.Cells {
+		if c.Name == "none" {
+			base = c
+			break
+		}
+	}
+	var cells []results.Cell
+	for i, k := range []float64{0.98, 1.0, 1.01, 1.03, 0.99, 1.02, 1.0, 0.97} {
+		c := base
+		c.Name, c.Rep = "none", i%4+1
+		if i >= 4 {
+			c.Name = "none_2"
+		}
+		c.ID = fmt.Sprintf("%s#%d", c.Name, c.Rep)
+		c.Claims = nil
+		for _, cl := range base.Claims {
+			if cl.LatencyMS != nil {
+				v := *cl.LatencyMS * k
+				cl.LatencyMS = &v
+			}
+			c.Claims = append(c.Claims, cl)
+		}
+		cells = append(cells, c)
+	}
+	r.Cells = cells
+	r.Summary = analysis.Summarize(cells, []string{"none", "none_2"}, "none", r.Seed)
+	dir := t.TempDir()
+	html, _, err := WriteAll(dir, r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(html)
+	for _, want := range []string{"A/A noise floor: none_2 vs none", "claim.p99_ms", "No metric differs significantly"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report lacks %q", want)
+		}
 	}
 }

@@ -75,3 +75,26 @@ func TestEverySuitePlans(t *testing.T) {
 		t.Error("unknown suite")
 	}
 }
+
+// A brake listed twice is an A/A pair: identical cells under distinct names, the first copy the
+// baseline, the copies run with the same flags.
+func TestPlanAA(t *testing.T) {
+	cfg, err := config.Loader{Sets: []string{"matrix.brakes=none,none,max-refill-rate,max-refill-rate", "matrix.repetitions=2"}}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := WarmpoolBurst().Plan(cfg, PlanContext{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"none", "none_2", "max-refill-rate", "max-refill-rate_2"}; !reflect.DeepEqual(p.Names, want) || p.Baseline != "none" || len(p.Cells) != 8 {
+		t.Fatalf("names %v baseline %s cells %d", p.Names, p.Baseline, len(p.Cells))
+	}
+	flags := map[string]string{}
+	for _, c := range p.Cells {
+		flags[c.Name] = fmt.Sprint(c.Flags, c.Brake)
+	}
+	if flags["none"] != flags["none_2"] || flags["max-refill-rate"] != flags["max-refill-rate_2"] || flags["none"] == flags["max-refill-rate"] {
+		t.Errorf("copies must be identical: %v", flags)
+	}
+}

@@ -109,10 +109,15 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 			}
 		}
 	}
+	copies := map[axis]int{}
 	for _, ax := range axes {
 		v, b, set, fault := ax.v, ax.b, ax.set, ax.fault
 		flags, br := brakeFlags(b, cfg.Brakes)
 		name := b
+		// A/A: the k-th copy of an identical cell is named b_k.
+		if copies[ax]++; copies[ax] > 1 {
+			name += fmt.Sprintf("_%d", copies[ax])
+		}
 		if len(versions) > 1 {
 			name += "@" + v
 		}

@@ -477,3 +477,51 @@ func SplitByVersion(r *results.Results, versions []string) []*results.Results {
 	}
 	return out
 }
+
+// AAPair is an A/A comparison: Copy is an identical configuration of Original (listed twice in
+// the matrix, named Original's brake + "_k").
+type AAPair struct{ Original, Copy string }
+
+// AAPairs finds the A/A copies among cell names: "b_k..." paired with "b..." (the same suffixes).
+func AAPairs(names []string) []AAPair {
+	have := map[string]bool{}
+	for _, n := range names {
+		have[n] = true
+	}
+	var out []AAPair
+	for _, n := range names {
+		base, rest, _ := strings.Cut(n, "@")
+		if i := strings.IndexAny(base, "+/"); i >= 0 {
+			base, rest = n[:i], n[i:]
+		} else if rest != "" {
+			rest = "@" + rest
+		}
+		i := strings.LastIndex(base, "_")
+		if i <= 0 {
+			continue
+		}
+		if k, err := strconv.Atoi(base[i+1:]); err != nil || k < 2 {
+			continue
+		}
+		if orig := base[:i] + rest; have[orig] {
+			out = append(out, AAPair{Original: orig, Copy: n})
+		}
+	}
+	return out
+}
+
+// NoiseFloor compares an A/A copy with its original, metric by metric, with the same inference
+// as every other comparison: what this cluster's noise alone makes of identical cells.
+func NoiseFloor(cells []results.Cell, pair AAPair, seed int64) []results.Metric {
+	var sel []results.Cell
+	for _, c := range cells {
+		if c.Name == pair.Original || c.Name == pair.Copy {
+			sel = append(sel, c)
+		}
+	}
+	s := Summarize(sel, []string{pair.Original, pair.Copy}, pair.Original, seed)
+	if len(s) < 2 {
+		return nil
+	}
+	return s[1].Metrics
+}

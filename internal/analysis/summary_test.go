@@ -71,3 +71,11 @@ func TestSummarizeInsufficientRepetitions(t *testing.T) {
 		}
 	}
 }
+
+func TestAAPairs(t *testing.T) {
+	got := AAPairs([]string{"none", "none_2", "both", "both_2@v0.5.5", "both@v0.5.5", "none_3/apf-throttle", "none/apf-throttle", "replenish_x", "none_1"})
+	want := []AAPair{{"none", "none_2"}, {"both@v0.5.5", "both_2@v0.5.5"}, {"none/apf-throttle", "none_3/apf-throttle"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("AAPairs = %v, want %v", got, want)
+	}
+}

@@ -96,7 +96,6 @@ func TestErrors(t *testing.T) {
 		{"steps need steps", Loader{Sets: []string{"workload.mode=steps"}}, `key "workload.steps": expected a list of rates`},
 		{"bad step", Loader{Sets: []string{"workload.mode=steps", "workload.steps=5,-1"}}, `key "workload.steps": expected positive rates, item 1 is -1`},
 		{"unknown brake cell", Loader{Sets: []string{"matrix.brakes=none,turbo"}}, `key "matrix.brakes": expected items from none, replenish-delay, max-refill-rate, both, apf-insulation, got "turbo"`},
-		{"duplicate brake cell", Loader{Sets: []string{"matrix.brakes=none,none"}}, `cell "none" is listed twice`},
 		{"brake without value", Loader{Sets: []string{"matrix.brakes=max-refill-rate", "brakes.maxRefillRate=0"}}, `key "brakes.maxRefillRate": expected a positive rate because matrix.brakes has "max-refill-rate"`},
 		{"gang arm in a warm-pool suite", Loader{Sets: []string{"matrix.brakes=gate-on"}}, `expected items from none, replenish-delay`},
 		{"resize to the same size", Loader{Suite: "gang-quota", Sets: []string{"gangQuota.resizeTo=2"}}, `key "gangQuota.resizeTo": expected a group size other than gangQuota.size, got 2`},

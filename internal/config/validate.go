@@ -153,16 +153,13 @@ func (r *Resolved) validate() error {
 	if err := r.validateAutoscale(); err != nil {
 		return err
 	}
-	seen := map[string]bool{}
+	// A brake listed more than once is an A/A comparison: identical cells, which measure the noise
+	// floor (the planner names the copies NAME_2, NAME_3, ...).
 	cells := BrakeCellsFor(r.Suite)
 	for _, b := range c.Matrix.Brakes {
 		if !oneOf(b, cells...) {
 			return r.fail("matrix.brakes", "expected items from %s, got %q", strings.Join(cells, ", "), b)
 		}
-		if seen[b] {
-			return r.fail("matrix.brakes", "cell %q is listed twice", b)
-		}
-		seen[b] = true
 		if (b == "replenish-delay" || b == "both") && c.Brakes.ReplenishDelay <= 0 {
 			return r.fail("brakes.replenishDelay", "expected a positive duration because matrix.brakes has %q", b)
 		}
