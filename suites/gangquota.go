@@ -44,9 +44,10 @@ func (gangQuota) Plan(cfg *config.Resolved, _ PlanContext) (*Plan, error) {
 	if seed == 0 {
 		seed = time.Now().UnixNano()%1_000_000_000 + 1
 	}
-	p := &Plan{Suite: "gang-quota", Seed: seed}
+	p := &Plan{Suite: "gang-quota", Seed: seed, Primary: "arm"}
 	for _, arm := range cfg.Matrix.Brakes {
 		p.Names = append(p.Names, arm)
+		p.addAxes(arm, "arm", arm)
 		for rep := 1; rep <= cfg.Matrix.Repetitions; rep++ {
 			p.Cells = append(p.Cells, PlannedCell{ID: fmt.Sprintf("%s#%d", arm, rep), Name: arm, Rep: rep,
 				Flags: []string{"--feature-gates=" + gateSetting(arm)}})

@@ -52,7 +52,7 @@ func (poolAutoscaling) Plan(cfg *config.Resolved, _ PlanContext) (*Plan, error) 
 	if seed == 0 {
 		seed = time.Now().UnixNano()%1_000_000_000 + 1
 	}
-	p := &Plan{Suite: "pool-autoscaling", Seed: seed}
+	p := &Plan{Suite: "pool-autoscaling", Seed: seed, Primary: "arm"}
 	for _, b := range cfg.Matrix.Brakes {
 		if b == "apf-insulation" {
 			return nil, &config.Error{Source: cfg.Source("matrix.brakes"), Key: "matrix.brakes", Msg: "pool-autoscaling runs the refill brakes (none, replenish-delay, max-refill-rate, both) under the autoscaler, not apf-insulation"}
@@ -69,6 +69,7 @@ func (poolAutoscaling) Plan(cfg *config.Resolved, _ PlanContext) (*Plan, error) 
 					name += "+" + b
 				}
 				p.Names = append(p.Names, name)
+				p.addAxes(name, "arm", arm, "profile", profileLabel(prof), "brake", b)
 				if p.Baseline == "" && arm == "control" {
 					p.Baseline = name
 				}

@@ -66,8 +66,26 @@ type Plan struct {
 	Seed     int64         `json:"seed"`
 	Names    []string      `json:"names"`    // cell names in matrix order (reports show them so)
 	Baseline string        `json:"baseline"` // the cell every other is compared with
+	// Axes are each cell name's axis values (gates select cells by them), Primary the axis a
+	// bare cell name in a gate stands for.
+	Axes    map[string]map[string]string `json:"axes,omitempty"`
+	Primary string                       `json:"primary,omitempty"`
 	Cells    []PlannedCell `json:"cells"`    // in run order
 	Changes  []string      `json:"changes"`  // what will be created or changed, and where
+}
+
+// addAxes records a cell name's axis values (empty values are left out).
+func (p *Plan) addAxes(name string, kv ...string) {
+	if p.Axes == nil {
+		p.Axes = map[string]map[string]string{}
+	}
+	ax := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			ax[kv[i]] = kv[i+1]
+		}
+	}
+	p.Axes[name] = ax
 }
 
 // PlannedCell is one repetition of one matrix cell.

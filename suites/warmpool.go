@@ -80,7 +80,7 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 	if seed == 0 {
 		seed = time.Now().UnixNano()%1_000_000_000 + 1
 	}
-	p := &Plan{Suite: w.name, Seed: seed}
+	p := &Plan{Suite: w.name, Seed: seed, Primary: "brake"}
 	versions := cfg.Controller.Versions
 	if len(versions) == 0 {
 		versions = []string{cfg.Controller.Version}
@@ -159,6 +159,7 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 			fillFlags = flags
 		}
 		p.Names = append(p.Names, name)
+		p.addAxes(name, "brake", b, "copy", strconv.Itoa(copies[ax]), "version", axisVersion(v), "args", argSetLabel(set), "fault", fault)
 		if p.Baseline == "" && b == "none" && fault == "none" {
 			p.Baseline = name
 		}
@@ -203,6 +204,14 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// axisVersion is a cell's version axis value ("pinned": the version configs/versions.yaml pins).
+func axisVersion(v string) string {
+	if v == "" {
+		return "pinned"
+	}
+	return v
 }
 
 func versionName(v string) string {

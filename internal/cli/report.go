@@ -24,7 +24,7 @@ func (a *app) reportCmd() *cobra.Command {
 			for _, s := range r.Summary {
 				cells = append(cells, s.Name)
 			}
-			gs, err := gf.load(r.Suite, cells)
+			gs, err := gf.load(a.stderr, r.Suite, planSchema(cells, r.CellAxes, r.AxisPrimary))
 			if err != nil {
 				return err
 			}

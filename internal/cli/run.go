@@ -182,7 +182,7 @@ func (a *app) run(ctx context.Context, name string, gf gateFlags, up upgradeFlag
 	if up.preset == "upgrade" && strings.Join(cfg.Controller.Versions, ",") != up.from+","+up.to {
 		return badInput(fmt.Errorf("--preset upgrade sets controller.versions; do not set it as well"))
 	}
-	gs, err := gf.load(name, plan.Names)
+	gs, err := gf.load(a.stderr, name, planSchema(plan.Names, plan.Axes, plan.Primary))
 	if err != nil {
 		return err
 	}
@@ -195,6 +195,7 @@ func (a *app) run(ctx context.Context, name string, gf gateFlags, up upgradeFlag
 	if err != nil {
 		return err
 	}
+	res.CellAxes, res.AxisPrimary = plan.Axes, plan.Primary
 	dir := runDir(cfg, res)
 	ferr := a.finish(res, gs, dir)
 	if up.preset == "upgrade" {

@@ -8,17 +8,32 @@
 //	- expr: all.claims.failed == 0
 //	- expr: cell(both).claim.p99 <= cell(none).claim.p99 * 1.10
 //
-// Operands: numbers, durations (250ms, 1.5s, 2m: compared in milliseconds), cell(NAME).METRIC
-// (the cell's summary value), all.METRIC (every cell must pass), brake.max_refill_rate and
+// Operands: numbers, durations (250ms, 1.5s, 2m: compared in milliseconds), cell(...).METRIC
+// (a cell's summary value), all.METRIC (every cell must pass), brake.max_refill_rate and
 // brake.replenish_delay (the run's configured brake values); + - * / and parentheses;
 // comparisons <= < >= > == !=. METRIC is a summary key; its _ms/_s unit suffix may be left out.
+//
+// A cell is selected by its exact name, quoted when it has characters beyond letters, digits,
+// '-', '_' and '.' (cell("none@v0.5.5"), cell("none/apf-throttle")), or by its axes:
+// cell(brake=none, version=v0.5.5, fault=apf-throttle). A bare word that is not a cell name
+// selects by the run's primary axis (the brake, or the arm): cell(none). A selector that leaves
+// an axis open (cell(none) in a run over two versions) applies the gate once per value of the
+// open axes, pairing the cells of one expression by them, so a default gate file written once
+// holds per version, per fault and per argument set.
+//
+// Every gate is checked when it is loaded: a selector that matches no cell, an unknown metric,
+// adding or comparing a duration with a plain number, and a file without gates are errors
+// (file:line), never a silent drop or a failure discovered after the run.
 package gates
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +56,13 @@ type Gate struct {
 type Schema struct {
 	Metrics map[string]string // summary key -> unit ("ms", "s", "/s", "claims")
 	Cells   []string          // cell names of the run's matrix (empty: not checked)
+	// Axes are each cell's axis values (cell name -> axis -> value), and Primary the axis a bare
+	// word selects by ("brake", "arm"); both optional.
+	Axes    map[string]map[string]string
+	Primary string
+	// Lenient lets a selector match no cell at parse time (built-in gate files cover every
+	// brake; ForCells then skips, and names, the gates about cells the run does not have).
+	Lenient bool
 }
 
 // Load parses and checks a gate file.
@@ -57,10 +79,13 @@ func Parse(name string, raw []byte, s Schema) ([]Gate, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s:1: expected a mapping with a `gates:` list (the file is empty)", name)
+		}
 		return nil, fmt.Errorf("%s: not valid YAML: %v", name, err)
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s:1: expected a mapping with a `gates:` list", name)
+		return nil, fmt.Errorf("%s:1: expected a mapping with a `gates:` list (the file is empty or is not a mapping)", name)
 	}
 	root := doc.Content[0]
 	var list *yaml.Node
@@ -73,6 +98,9 @@ func Parse(name string, raw []byte, s Schema) ([]Gate, error) {
 	}
 	if list == nil || list.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("%s:%d: `gates:` must be a list", name, root.Line)
+	}
+	if len(list.Content) == 0 {
+		return nil, fmt.Errorf("%s:%d: `gates:` is empty: a gate file must hold at least one gate (use --no-gates to evaluate none)", name, list.Line)
 	}
 	var out []Gate
 	for _, item := range list.Content {
@@ -105,15 +133,15 @@ func Parse(name string, raw []byte, s Schema) ([]Gate, error) {
 	return out, nil
 }
 
-// Cells lists the cell names the gate refers to with cell(NAME).
-func (g Gate) Cells() []string {
-	var out []string
+// selectors lists the gate's cell(...) references.
+func (g Gate) selectors() []ref {
+	var out []ref
 	var walk func(n node)
 	walk = func(n node) {
 		switch t := n.(type) {
 		case ref:
 			if t.scope == "cell" {
-				out = append(out, t.cell)
+				out = append(out, t)
 			}
 		case binop:
 			walk(t.l)
@@ -125,17 +153,66 @@ func (g Gate) Cells() []string {
 	return out
 }
 
-// ForCells keeps the gates whose cell(NAME) references all name cells of the run (a default gate
-// about a brake cell the matrix does not include has nothing to judge).
-func ForCells(gs []Gate, cells []string) []Gate {
-	var out []Gate
+// ForCells keeps the gates every cell(...) of which selects at least one cell of the run, and
+// says which it skipped and why (a default gate about a brake the matrix does not include has
+// nothing to judge).
+func ForCells(gs []Gate, s Schema) (kept []Gate, skipped []string) {
 	for _, g := range gs {
-		ok := true
-		for _, c := range g.Cells() {
-			ok = ok && contains(cells, c)
+		var missing []string
+		for _, r := range g.selectors() {
+			if len(r.sel.matches(s)) == 0 {
+				missing = append(missing, r.sel.String())
+			}
 		}
-		if ok {
-			out = append(out, g)
+		if len(missing) == 0 {
+			kept = append(kept, g)
+		} else {
+			skipped = append(skipped, fmt.Sprintf("%s:%d: gate %q skipped: this run has no cell %s", g.File, g.Line, g.Name, strings.Join(missing, ", ")))
+		}
+	}
+	return kept, skipped
+}
+
+// selector picks cells: by exact name, or by axis values (a bare word: the primary axis).
+type selector struct {
+	name string            // exact cell name ("" when selecting by axes)
+	axes map[string]string // axis -> value
+	bare string            // the bare word written, for messages
+	id   int               // position among the gate's selectors
+}
+
+func (sl selector) String() string {
+	if sl.bare != "" {
+		return sl.bare
+	}
+	if sl.name != "" {
+		return strconv.Quote(sl.name)
+	}
+	var parts []string
+	for _, k := range sortedKeys(sl.axes) {
+		parts = append(parts, k+"="+sl.axes[k])
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// matchesCell reports whether cell (with its axes) is selected.
+func (sl selector) matchesCell(cell string, axes map[string]string) bool {
+	if sl.name != "" {
+		return cell == sl.name
+	}
+	for k, v := range sl.axes {
+		if axes[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (sl selector) matches(s Schema) []string {
+	var out []string
+	for _, c := range s.Cells {
+		if sl.matchesCell(c, s.Axes[c]) {
+			out = append(out, c)
 		}
 	}
 	return out
@@ -158,7 +235,7 @@ func (n num) eval(*evalEnv) (value, error) { return n.value, nil }
 
 type ref struct {
 	scope string // "cell", "all", "brake"
-	cell  string
+	sel   selector
 	key   string // summary key, or brake name
 	unit  string
 }
@@ -177,11 +254,20 @@ func (g *Gate) parse(s Schema) error {
 			g.cmp = c
 			lhs, rhs := expr[:i], expr[i+len(c):]
 			var err error
-			if g.l, err = parseArith(lhs, s); err != nil {
+			n := 0
+			if g.l, err = parseArith(lhs, s, &n); err != nil {
 				return fmt.Errorf("left of %s: %v", c, err)
 			}
-			if g.r, err = parseArith(rhs, s); err != nil {
+			if g.r, err = parseArith(rhs, s, &n); err != nil {
 				return fmt.Errorf("right of %s: %v", c, err)
+			}
+			ld, lerr := durOf(g.l)
+			rd, rerr := durOf(g.r)
+			if err := errors.Join(lerr, rerr); err != nil {
+				return err
+			}
+			if ld != rd && !isZero(g.l) && !isZero(g.r) {
+				return fmt.Errorf("compares a duration with a plain number; give the number a unit (e.g. 1500ms) or compare like with like")
 			}
 			return nil
 		}
@@ -193,6 +279,7 @@ type parser struct {
 	toks []string
 	pos  int
 	s    Schema
+	nsel *int // selectors of the gate parsed so far (ids for binding)
 }
 
 func tokenize(s string) ([]string, error) {
@@ -202,9 +289,16 @@ func tokenize(s string) ([]string, error) {
 		switch {
 		case unicode.IsSpace(c):
 			i++
-		case strings.ContainsRune("+-*/()", c):
+		case strings.ContainsRune("+-*/()=,", c):
 			toks = append(toks, string(c))
 			i++
+		case c == '"':
+			j := strings.IndexByte(s[i+1:], '"')
+			if j < 0 {
+				return nil, fmt.Errorf("unterminated quoted cell name")
+			}
+			toks = append(toks, s[i:i+j+2])
+			i += j + 2
 		case unicode.IsLetter(c) || unicode.IsDigit(c) || c == '.' || c == '_':
 			j := i
 			for j < len(s) && (unicode.IsLetter(rune(s[j])) || unicode.IsDigit(rune(s[j])) || strings.ContainsRune("._-", rune(s[j]))) {
@@ -223,7 +317,7 @@ func tokenize(s string) ([]string, error) {
 	return toks, nil
 }
 
-func parseArith(src string, s Schema) (node, error) {
+func parseArith(src string, s Schema, nsel *int) (node, error) {
 	toks, err := tokenize(src)
 	if err != nil {
 		return nil, err
@@ -231,7 +325,7 @@ func parseArith(src string, s Schema) (node, error) {
 	if len(toks) == 0 {
 		return nil, fmt.Errorf("empty operand")
 	}
-	p := &parser{toks: toks, s: s}
+	p := &parser{toks: toks, s: s, nsel: nsel}
 	n, err := p.sum()
 	if err != nil {
 		return nil, err
@@ -303,27 +397,23 @@ func (p *parser) atom() (node, error) {
 	case unicode.IsDigit(rune(t[0])) || t[0] == '.':
 		return parseNumber(t)
 	case t == "cell":
-		if p.peek() != "(" {
-			return nil, fmt.Errorf("cell must be written cell(NAME).METRIC")
+		sel, err := p.selector()
+		if err != nil {
+			return nil, err
 		}
-		p.pos++
-		name := p.peek()
-		p.pos++
-		if p.peek() != ")" {
-			return nil, fmt.Errorf("cell(%s: missing )", name)
-		}
-		p.pos++
 		rest := p.peek()
 		p.pos++
 		if !strings.HasPrefix(rest, ".") {
-			return nil, fmt.Errorf("cell(%s) must be followed by .METRIC", name)
+			return nil, fmt.Errorf("cell(...) must be followed by .METRIC")
 		}
-		if len(p.s.Cells) > 0 && !contains(p.s.Cells, name) {
-			return nil, fmt.Errorf("unknown cell %q (this run's cells: %s)", name, strings.Join(p.s.Cells, ", "))
+		if len(p.s.Cells) > 0 && !p.s.Lenient && len(sel.matches(p.s)) == 0 {
+			return nil, fmt.Errorf("cell %s matches no cell of this run (cells: %s%s)", sel, strings.Join(p.s.Cells, ", "), axesHint(p.s))
 		}
-		return p.metric("cell", name, rest[1:])
+		sel.id = *p.nsel
+		*p.nsel++
+		return p.metric("cell", sel, rest[1:])
 	case strings.HasPrefix(t, "all."):
-		return p.metric("all", "", t[len("all."):])
+		return p.metric("all", selector{}, t[len("all."):])
 	case t == "brake.max_refill_rate":
 		return ref{scope: "brake", key: "max_refill_rate"}, nil
 	case t == "brake.replenish_delay":
@@ -332,10 +422,93 @@ func (p *parser) atom() (node, error) {
 	return nil, fmt.Errorf("unknown operand %q (expected a number, a duration, cell(NAME).METRIC, all.METRIC, brake.max_refill_rate or brake.replenish_delay)", t)
 }
 
-func (p *parser) metric(scope, cell, key string) (node, error) {
+// selector parses what follows `cell`: ("quoted name"), (name) or (axis=value, ...).
+func (p *parser) selector() (selector, error) {
+	if p.peek() != "(" {
+		return selector{}, fmt.Errorf(`cell must be written cell(NAME).METRIC, cell("NAME").METRIC or cell(axis=value, ...).METRIC`)
+	}
+	p.pos++
+	var sel selector
+	t := p.peek()
+	p.pos++
+	switch {
+	case strings.HasPrefix(t, `"`):
+		sel.name = strings.Trim(t, `"`)
+	case t == "" || t == ")" || !isWord(t):
+		return selector{}, fmt.Errorf("cell(: expected a cell name or axis=value, got %q", t)
+	case p.peek() == "=":
+		sel.axes = map[string]string{}
+		for {
+			if p.peek() != "=" {
+				return selector{}, fmt.Errorf("cell(...): expected axis=value after %q", t)
+			}
+			p.pos++
+			v := p.peek()
+			p.pos++
+			if !isWord(v) && !strings.HasPrefix(v, `"`) {
+				return selector{}, fmt.Errorf("cell(...): %s= needs a value", t)
+			}
+			if _, dup := sel.axes[t]; dup {
+				return selector{}, fmt.Errorf("cell(...): axis %s given twice", t)
+			}
+			sel.axes[t] = strings.Trim(v, `"`)
+			if p.peek() != "," {
+				break
+			}
+			p.pos++
+			t = p.peek()
+			p.pos++
+		}
+	default:
+		// A bare word: the cell of that name, else the cells whose primary axis has that value.
+		sel.bare = t
+		if len(p.s.Cells) > 0 && !contains(p.s.Cells, t) && p.s.Primary != "" {
+			sel.axes = map[string]string{p.s.Primary: t}
+		} else {
+			sel.name = t
+		}
+	}
+	if p.peek() != ")" {
+		return selector{}, fmt.Errorf("cell(%s: missing )", sel)
+	}
+	p.pos++
+	return sel, nil
+}
+
+func isWord(t string) bool {
+	return t != "" && (unicode.IsLetter(rune(t[0])) || unicode.IsDigit(rune(t[0])) || t[0] == '_' || t[0] == '.')
+}
+
+func axesHint(s Schema) string {
+	keys := map[string]map[string]bool{}
+	for _, ax := range s.Axes {
+		for k, v := range ax {
+			if keys[k] == nil {
+				keys[k] = map[string]bool{}
+			}
+			keys[k][v] = true
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	var parts []string
+	for k, vs := range keys {
+		var vals []string
+		for v := range vs {
+			vals = append(vals, v)
+		}
+		sort.Strings(vals)
+		parts = append(parts, k+" in {"+strings.Join(vals, ", ")+"}")
+	}
+	sort.Strings(parts)
+	return "; axes: " + strings.Join(parts, "; ")
+}
+
+func (p *parser) metric(scope string, sel selector, key string) (node, error) {
 	for _, k := range []string{key, key + "_ms", key + "_s"} {
 		if unit, ok := p.s.Metrics[k]; ok {
-			return ref{scope: scope, cell: cell, key: k, unit: unit}, nil
+			return ref{scope: scope, sel: sel, key: k, unit: unit}, nil
 		}
 	}
 	return nil, fmt.Errorf("unknown metric %q (known: %s)", key, strings.Join(sortedKeys(p.s.Metrics), ", "))
@@ -351,6 +524,42 @@ func parseNumber(t string) (node, error) {
 	return nil, fmt.Errorf("%q is neither a number nor a duration like 250ms or 1.5s", t)
 }
 
+// durOf tells whether a node is a duration, and rejects adding or subtracting a duration and a
+// plain number (the same rules evaluation applies, checked before the run).
+func durOf(n node) (bool, error) {
+	switch t := n.(type) {
+	case num:
+		return t.dur, nil
+	case ref:
+		return t.unit == "ms" || t.unit == "s", nil
+	case binop:
+		l, err := durOf(t.l)
+		if err != nil {
+			return false, err
+		}
+		r, err := durOf(t.r)
+		if err != nil {
+			return false, err
+		}
+		switch t.op {
+		case '+', '-':
+			if l != r && !isZero(t.l) && !isZero(t.r) {
+				return false, fmt.Errorf("cannot add or subtract a duration and a plain number")
+			}
+			return l || r, nil
+		case '*':
+			return l || r, nil
+		}
+		return l && !r, nil
+	}
+	return false, nil
+}
+
+func isZero(n node) bool {
+	t, ok := n.(num)
+	return ok && t.v == 0
+}
+
 // ---- evaluation ----
 
 // Values is what gates are evaluated against.
@@ -359,11 +568,14 @@ type Values struct {
 	Metric func(cell, key string) (float64, bool)
 	Cells  []string
 	Brakes map[string]float64 // max_refill_rate (per s), replenish_delay (ms)
+	// Axes are each cell's axis values (selectors by axis need them).
+	Axes map[string]map[string]string
 }
 
 type evalEnv struct {
-	vals *Values
-	cell string // the cell all.* refers to in this pass
+	vals  *Values
+	cell  string         // the cell all.* refers to in this pass
+	bound map[int]string // selector id -> the cell it stands for in this pass
 }
 
 func toValue(v float64, unit string) value {
@@ -385,7 +597,10 @@ func (r ref) eval(env *evalEnv) (value, error) {
 		}
 		return toValue(v, r.unit), nil
 	}
-	cell := r.cell
+	cell := r.sel.name
+	if b, ok := env.bound[r.sel.id]; ok && r.scope == "cell" {
+		cell = b
+	}
 	if r.scope == "all" {
 		cell = env.cell
 	}
@@ -467,36 +682,44 @@ func Evaluate(gs []Gate, vals Values) []Verdict {
 			cells = vals.Cells
 		}
 		var failures []string
-		for _, cell := range cells {
-			env := &evalEnv{vals: &vals, cell: cell}
-			l, err := g.l.eval(env)
-			if err == nil {
-				var r value
-				if r, err = g.r.eval(env); err == nil {
-					if l.dur != r.dur && !(r.v == 0 || l.v == 0) {
-						err = fmt.Errorf("compares a duration with a plain number; give the number a unit (e.g. 1500ms)")
-					} else {
-						ok := compare(g.cmp, l.v, r.v)
-						if !ok || cell == "" || (v.Passed && worse(g.cmp, l.v, v.Measured)) {
-							v.Measured, v.Threshold = l.v, r.v
-						}
-						if l.dur {
-							v.Unit = "ms"
-						}
-						if !ok {
-							v.Passed = false
-							label := cell
-							if label == "" {
-								label = "run"
+		groups, err := bindings(g.selectors(), vals)
+		if err != nil {
+			v.Passed, v.Message = false, err.Error()
+			out = append(out, v)
+			continue
+		}
+		for _, grp := range groups {
+			for _, cell := range cells {
+				env := &evalEnv{vals: &vals, cell: cell, bound: grp.bound}
+				l, err := g.l.eval(env)
+				if err == nil {
+					var r value
+					if r, err = g.r.eval(env); err == nil {
+						if l.dur != r.dur && !(r.v == 0 || l.v == 0) {
+							err = fmt.Errorf("compares a duration with a plain number; give the number a unit (e.g. 1500ms)")
+						} else {
+							ok := compare(g.cmp, l.v, r.v)
+							if !ok || cell == "" || (v.Passed && worse(g.cmp, l.v, v.Measured)) {
+								v.Measured, v.Threshold = l.v, r.v
 							}
-							failures = append(failures, fmt.Sprintf("%s: %s %s %s is false", label, fmtV(l), g.cmp, fmtV(r)))
+							if l.dur {
+								v.Unit = "ms"
+							}
+							if !ok {
+								v.Passed = false
+								label := strings.TrimSpace(grp.label + " " + cell)
+								if label == "" {
+									label = "run"
+								}
+								failures = append(failures, fmt.Sprintf("%s: %s %s %s is false", label, fmtV(l), g.cmp, fmtV(r)))
+							}
 						}
 					}
 				}
-			}
-			if err != nil {
-				v.Passed = false
-				failures = append(failures, err.Error())
+				if err != nil {
+					v.Passed = false
+					failures = append(failures, err.Error())
+				}
 			}
 		}
 		if v.Passed {
@@ -507,6 +730,97 @@ func Evaluate(gs []Gate, vals Values) []Verdict {
 		out = append(out, v)
 	}
 	return out
+}
+
+// binding is one way to read a gate's selectors: the cell each stands for, and a label naming
+// the values of the axes the selectors left open ("" when there are none).
+type binding struct {
+	label string
+	bound map[int]string
+}
+
+// bindings groups the run's cells by the axes no selector of the gate constrains, and binds every
+// selector to its one cell in each group: cell(none) in a run over two versions gives one binding
+// per version. Groups where a selector has no cell are skipped; a selector with several cells in
+// one group is ambiguous; a gate that binds in no group selects nothing. Exact names bind alone.
+func bindings(sels []ref, vals Values) ([]binding, error) {
+	constrained := map[string]bool{}
+	byAxes := false
+	for _, r := range sels {
+		for k := range r.sel.axes {
+			constrained[k] = true
+		}
+		byAxes = byAxes || r.sel.name == ""
+	}
+	if !byAxes {
+		b := binding{bound: map[int]string{}}
+		for _, r := range sels {
+			b.bound[r.sel.id] = r.sel.name
+		}
+		return []binding{b}, nil
+	}
+	free := map[string]bool{}
+	for _, c := range vals.Cells {
+		for k := range vals.Axes[c] {
+			if !constrained[k] {
+				free[k] = true
+			}
+		}
+	}
+	freeKeys := make([]string, 0, len(free))
+	for k := range free {
+		freeKeys = append(freeKeys, k)
+	}
+	sort.Strings(freeKeys)
+	groups := map[string][]string{}
+	var labels []string
+	for _, c := range vals.Cells {
+		var parts []string
+		for _, k := range freeKeys {
+			if v := vals.Axes[c][k]; v != "" {
+				parts = append(parts, k+"="+v)
+			}
+		}
+		label := strings.Join(parts, ",")
+		if _, ok := groups[label]; !ok {
+			labels = append(labels, label)
+		}
+		groups[label] = append(groups[label], c)
+	}
+	var out []binding
+	for _, label := range labels {
+		b := binding{label: label, bound: map[int]string{}}
+		if label != "" {
+			b.label = "[" + label + "]"
+		}
+		ok := true
+		for _, r := range sels {
+			var m []string
+			for _, c := range groups[label] {
+				if r.sel.matchesCell(c, vals.Axes[c]) {
+					m = append(m, c)
+				}
+			}
+			if r.sel.name != "" && len(m) == 0 {
+				m = []string{r.sel.name} // an exact name holds in every group
+			}
+			switch len(m) {
+			case 0:
+				ok = false
+			case 1:
+				b.bound[r.sel.id] = m[0]
+			default:
+				return nil, fmt.Errorf("cell %s is ambiguous: it selects %s; add the axis that tells them apart", r.sel, strings.Join(m, ", "))
+			}
+		}
+		if ok {
+			out = append(out, b)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the gate's cells select no cell of this run")
+	}
+	return out, nil
 }
 
 func worse(cmp string, cand, cur float64) bool {

@@ -39,7 +39,7 @@ func TestEvaluate(t *testing.T) {
 		{"cell(none).ceiling.refill_create_5s <= 1.15 * brake.max_refill_rate", false, "42 <= 11.5 is false"},
 		{"cell(both).pool.refill_s >= brake.replenish_delay", true, ""},
 		{"cell(both).pool.refill_s - cell(none).pool.refill_s < 30s", false, "34000.0ms < 30000.0ms is false"},
-		{"cell(none).claim.p99 <= 900", false, "compares a duration with a plain number"},
+		{`cell("both").claim.p99 <= 1s`, false, "1200.0ms <= 1000.0ms is false"},
 	}
 	for _, c := range cases {
 		gs, err := Parse("t.yaml", []byte("gates:\n- expr: "+c.expr+"\n"), schema)
@@ -65,12 +65,20 @@ func TestParseErrors(t *testing.T) {
 		{"gates:\n- exp: all.claims.failed == 0\n", `g.yaml:2: unknown gate key "exp"`},
 		{"gates:\n- name: ok\n  expr: all.claims.failed == 0\n- expr: all.claims.failed\n", "g.yaml:4: expression \"all.claims.failed\" has no comparison"},
 		{"gates:\n- expr: cell(none).claim.p98 <= 1s\n", `g.yaml:2: left of <=: unknown metric "claim.p98"`},
-		{"gates:\n- expr: cell(turbo).claim.p99 <= 1s\n", `g.yaml:2: left of <=: unknown cell "turbo"`},
+		{"gates:\n- expr: cell(turbo).claim.p99 <= 1s\n", `g.yaml:2: left of <=: cell turbo matches no cell of this run (cells: none, max-refill-rate, both)`},
+		{"gates:\n- expr: cell(brake=turbo).claim.p99 <= 1s\n", `g.yaml:2: left of <=: cell (brake=turbo) matches no cell`},
+		{"gates:\n- expr: cell(\"none@v1\").claim.p99 <= 1s\n", `g.yaml:2: left of <=: cell "none@v1" matches no cell`},
+		{"gates:\n- expr: cell(brake=).claim.p99 <= 1s\n", `brake= needs a value`},
+		{"gates:\n- expr: cell(none).claim.p99 <= 900\n", "g.yaml:2: compares a duration with a plain number"},
+		{"gates:\n- expr: cell(none).claim.p99 + 2 <= 1s\n", "g.yaml:2: cannot add or subtract a duration and a plain number"},
+		{"gates:\n- expr: all.claims.failed >= 1s\n", "g.yaml:2: compares a duration with a plain number"},
+		{"gates: []\n", "g.yaml:1: `gates:` is empty"},
+		{"", "g.yaml:1: expected a mapping with a `gates:` list"},
 		{"gates:\n- expr: cell(none).claim.p99 <= 1 parsec\n", `g.yaml:2: right of <=: unexpected "parsec"`},
 		{"gates:\n- expr: cell(none).claim.p99 <= 1x\n", `g.yaml:2: right of <=: "1x" is neither a number nor a duration`},
 		{"gates:\n- expr: cell(none).claim.p99 <= (1s\n", `g.yaml:2: right of <=: missing )`},
 		{"gates:\n- expr: cell(none).claim.p99 <= brake.speed\n", `g.yaml:2: right of <=: unknown operand "brake.speed"`},
-		{"gates:\n- expr: cell(none) <= 1s\n", "g.yaml:2: left of <=: cell(none) must be followed by .METRIC"},
+		{"gates:\n- expr: cell(none) <= 1s\n", "g.yaml:2: left of <=: cell(...) must be followed by .METRIC"},
 		{"gates:\n- expr: claims.failed == 0 $\n", `g.yaml:2: left of ==: unknown operand "claims.failed"`},
 	}
 	for _, c := range cases {
@@ -78,5 +86,69 @@ func TestParseErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: err %v, want %q", c.yaml, err, c.want)
 		}
+	}
+}
+
+// A run over two versions (cells carry an @version suffix): quoted names select one cell, axis
+// selectors and bare primary-axis words apply the gate per version, and the failure names the
+// version it failed for.
+func TestSelectorsPerVersion(t *testing.T) {
+	cells := []string{"none@v0.5.3", "both@v0.5.3", "none@v0.5.5", "both@v0.5.5"}
+	axes := map[string]map[string]string{}
+	for _, c := range cells {
+		b, v, _ := strings.Cut(c, "@")
+		axes[c] = map[string]string{"brake": b, "version": v, "copy": "1", "fault": "none"}
+	}
+	s := Schema{Metrics: schema.Metrics, Cells: cells, Axes: axes, Primary: "brake"}
+	p99 := map[string]float64{"none@v0.5.3": 900, "both@v0.5.3": 950, "none@v0.5.5": 900, "both@v0.5.5": 1500}
+	vals := Values{Cells: cells, Axes: axes, Metric: func(cell, key string) (float64, bool) {
+		v, ok := p99[cell]
+		return v, ok && key == "claim.p99_ms"
+	}}
+	cases := []struct {
+		expr   string
+		passed bool
+		msg    string
+	}{
+		{`cell("both@v0.5.3").claim.p99 <= 1s`, true, ""},
+		{`cell("both@v0.5.5").claim.p99 <= 1s`, false, "1500.0ms <= 1000.0ms is false"},
+		{`cell(brake=both, version=v0.5.3).claim.p99 <= 1s`, true, ""},
+		// Written once, held per version: fails for v0.5.5 only, and says so.
+		{`cell(both).claim.p99 <= cell(none).claim.p99 * 1.1`, false, "[copy=1,fault=none,version=v0.5.5]: 1500.0ms <= 990.0ms is false"},
+		{`cell(brake=both).claim.p99 <= 2s`, true, ""},
+		{`cell(version=v0.5.5).claim.p99 <= 1s`, false, "[brake=both,copy=1,fault=none]: 1500.0ms <= 1000.0ms is false"},
+	}
+	for _, c := range cases {
+		gs, err := Parse("t.yaml", []byte("gates:\n- expr: '"+c.expr+"'\n"), s)
+		if err != nil {
+			t.Fatalf("%s: %v", c.expr, err)
+		}
+		v := Evaluate(gs, vals)[0]
+		if v.Passed != c.passed || (c.msg != "" && !strings.Contains(v.Message, c.msg)) {
+			t.Errorf("%s: passed=%v message %q, want passed=%v containing %q", c.expr, v.Passed, v.Message, c.passed, c.msg)
+		}
+	}
+	// The per-version pairing must not pair cells of different versions: with v0.5.5's both
+	// missing, the gate holds for v0.5.3 and has nothing to judge for v0.5.5.
+	vals.Cells = cells[:3]
+	gs, _ := Parse("t.yaml", []byte("gates:\n- expr: cell(both).claim.p99 <= cell(none).claim.p99 * 1.1\n"), s)
+	if v := Evaluate(gs, vals)[0]; !v.Passed {
+		t.Errorf("v0.5.3 only: %s", v.Message)
+	}
+}
+
+// Built-in gate files name every brake; ForCells keeps the gates the run can judge and says
+// which it skipped.
+func TestForCells(t *testing.T) {
+	s := schema
+	s.Lenient = true
+	s.Cells = []string{"none", "both"}
+	gs, err := Parse("d.yaml", []byte("gates:\n- expr: cell(none).claims.failed == 0\n- name: capped\n  expr: cell(max-refill-rate).ceiling.refill_create_5s <= 11\n"), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, skipped := ForCells(gs, s)
+	if len(kept) != 1 || len(skipped) != 1 || !strings.Contains(skipped[0], `d.yaml:4: gate "capped" skipped: this run has no cell max-refill-rate`) {
+		t.Errorf("kept %d, skipped %q", len(kept), skipped)
 	}
 }

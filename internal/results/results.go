@@ -35,6 +35,10 @@ type Results struct {
 	Cells     []Cell            `json:"cells"`
 	Summary   []Summary         `json:"summary"` // per cell name, over repetitions
 	Baseline  string            `json:"baseline"`
+	// CellAxes are each cell name's axis values and AxisPrimary the axis a bare cell name in a
+	// gate stands for (from the plan; absent in results written before they were recorded).
+	CellAxes    map[string]map[string]string `json:"cellAxes,omitempty"`
+	AxisPrimary string                       `json:"axisPrimary,omitempty"`
 	Gates     []gates.Verdict   `json:"gates,omitempty"`
 	Errors    []string          `json:"errors,omitempty"`
 }

@@ -1,24 +1,38 @@
 package e2e
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/brakebench/brakebench/internal/cli"
 	"github.com/brakebench/brakebench/internal/results"
 )
 
 // TestUpgradePreset runs a reduced warmpool-burst at two versions the proxy serves (v0.5.3, which
 // has no refill brakes, and v0.5.5): one results file holds both, every cell has its over-creation
-// ratio, the brake cell of v0.5.3 is "not applicable", and the compare view is written.
+// ratio, the brake cell of v0.5.3 is "not applicable", and the compare view is written. Its gates
+// select cells by axis: one written once holds per version, one deliberately fails for v0.5.3,
+// and the run exits 3 for it.
 func TestUpgradePreset(t *testing.T) {
 	out := t.TempDir()
+	gateFile := filepath.Join(out, "gates.yaml")
+	if err := os.WriteFile(gateFile, []byte(`gates:
+- name: every claim of the none cell becomes Ready, per version
+  expr: cell(none).claims.failed == 0
+- name: deliberately failing for v0.5.3
+  expr: cell(brake=none, version=v0.5.3).claims.failed >= 1
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	stdout, err := runCLI(t, "run", "warmpool-burst", "--preset", "upgrade", "--from", "v0.5.3", "--to", "v0.5.5", "--out", out,
 		"--set", "workload.pool=30", "--set", "workload.claims=30", "--set", "matrix.repetitions=1",
-		"--set", "matrix.brakes=none,max-refill-rate", "--set", "brakes.maxRefillRate=3")
-	if err != nil {
-		t.Fatal(err)
+		"--set", "matrix.brakes=none,max-refill-rate", "--set", "brakes.maxRefillRate=3", "--gates", gateFile)
+	var exit *cli.ExitError
+	if !errors.As(err, &exit) || exit.Code != cli.ExitGateFailed {
+		t.Fatalf("want exit %d (a gate failed), got %v", cli.ExitGateFailed, err)
 	}
 	matches, _ := filepath.Glob(filepath.Join(out, "warmpool-burst-*", "results.json"))
 	if len(matches) != 1 {
@@ -58,6 +72,12 @@ func TestUpgradePreset(t *testing.T) {
 		if c.Stats.Failed != 0 || c.Stats.Total != 30 {
 			t.Errorf("%s: %d/%d failed", name, c.Stats.Failed, c.Stats.Total)
 		}
+	}
+	if len(r.Gates) != 2 || !r.Gates[0].Passed || r.Gates[1].Passed || !strings.Contains(r.Gates[1].Message, "0 >= 1 is false") {
+		t.Errorf("gates: %+v", r.Gates)
+	}
+	if r.CellAxes["none@v0.5.3"]["version"] != "v0.5.3" || r.AxisPrimary != "brake" {
+		t.Errorf("cell axes not recorded: %v %q", r.CellAxes, r.AxisPrimary)
 	}
 	if r.Cluster.Distribution != "kwok-lab" || r.Cluster.RTTms <= 0 {
 		t.Errorf("provider metadata %+v", r.Cluster)
