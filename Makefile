@@ -23,10 +23,11 @@ lint:
 unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
-# The harness at 30,000 claims, no cluster: a replayed event stream through the recorder's informers,
-# the analysis and the report writers; fails above 300 MiB (see README, "Scale").
+# Scale, no cluster: 30,000 claims replayed through the recorder's informers, the analysis and the
+# report writers (fails above 300 MiB), and a year of nightly results through `trend` (365 files with
+# per-claim data; fails above 500 MiB). See README, "Scale" and "Nightly CI".
 scale:
-	$(GO) test -count=1 -run '^$$' -bench BenchmarkScaleReplay -benchtime 1x -v ./suites/
+	$(GO) test -count=1 -run '^$$' -bench 'BenchmarkScaleReplay|BenchmarkTrendYear' -benchtime 1x -v ./suites/ ./internal/trend/
 
 # End-to-end tests on one embedded lab (one package, -p 1), then the loadgen benchmark on a fresh
 # lab of its own: after 15 minutes of tests the lab's API server is slower and noisier, which the

@@ -231,6 +231,7 @@ func noiseFloors(r *results.Results) []NoiseFloor {
 
 var funcs = template.FuncMap{
 	"join": strings.Join,
+	"inc":  func(i int) int { return i + 1 },
 	"secs": func(p *float64) string {
 		if p == nil {
 			return "-"

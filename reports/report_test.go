@@ -2,7 +2,6 @@ package reports
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/brakebench/brakebench/internal/analysis"
+	"github.com/brakebench/brakebench/internal/browsertest"
 	"github.com/brakebench/brakebench/internal/gates"
 	"github.com/brakebench/brakebench/internal/results"
 )
@@ -82,28 +82,11 @@ func TestReportIsCompleteAndSelfContained(t *testing.T) {
 // installs it), checks what a reader sees, records every network request with a net log, and
 // leaves a screenshot for the CI log.
 func TestReportInChromium(t *testing.T) {
-	bin := ""
-	for _, b := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(b); err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no chromium on PATH; .ci/run installs Debian's chromium package")
-		}
-		t.Skip("no chromium on PATH (apt-get install chromium)")
-	}
+	bin := browsertest.Chromium(t)
 	html, _ := render(t)
 	tmp := t.TempDir()
-	netlog := filepath.Join(tmp, "net.json")
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-		"--no-first-run", "--disable-sync", "--user-data-dir=" + filepath.Join(tmp, "profile"), "--log-net-log=" + netlog}
-	dom, err := exec.Command(bin, append(base, "--dump-dom", "file://"+html)...).Output()
-	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v", err)
-	}
+	base := browsertest.Args(tmp, filepath.Join(tmp, "net.json"))
+	dom, external := browsertest.Load(t, bin, html)
 	for _, want := range []string{"FAIL: 1 of 2 gates failed", "Comparison (baseline: none)", "Controller metric cross-check"} {
 		if !bytes.Contains(dom, []byte(want)) {
 			t.Errorf("rendered page lacks %q", want)
@@ -115,21 +98,8 @@ func TestReportInChromium(t *testing.T) {
 	if n := bytes.Count(dom, []byte("<table")); n < 4 {
 		t.Errorf("rendered page has %d tables", n)
 	}
-	// Every request the page initiated must stay in the file (the browser's own background
-	// requests carry the initiator "not an origin" and are not the report's).
-	for _, u := range pageRequests(t, netlog) {
-		if !strings.HasPrefix(u, "file://") && !strings.HasPrefix(u, "data:") {
-			t.Errorf("the report made a request: %s", u)
-		}
-	}
-	// The check itself must be able to fail: a page with one external image is caught.
-	probe := filepath.Join(tmp, "probe.html")
-	_ = os.WriteFile(probe, []byte(`<html><body><img src="http://127.0.0.1:9/x.png"></body></html>`), 0o644)
-	probeLog := filepath.Join(tmp, "probe.json")
-	probeArgs := append(append([]string{}, base[:len(base)-1]...), "--log-net-log="+probeLog, "--dump-dom", "file://"+probe)
-	_, _ = exec.Command(bin, probeArgs...).Output()
-	if got := pageRequests(t, probeLog); !strings.Contains(strings.Join(got, " "), "127.0.0.1:9") {
-		t.Errorf("the net-log check missed a page request: %v", got)
+	for _, u := range external {
+		t.Errorf("the report made a request: %s", u)
 	}
 	shotDir := filepath.Join("..", "out", "ci-artifacts")
 	if err := os.MkdirAll(shotDir, 0o755); err != nil {
@@ -161,36 +131,6 @@ func TestJUnitOneCasePerGate(t *testing.T) {
 	if !strings.Contains(s.Cases[1].Failure.Text, "measured 2793ms, threshold 1000ms") {
 		t.Errorf("failure text %q", s.Cases[1].Failure.Text)
 	}
-}
-
-// pageRequests lists the URLs of requests a page initiated, from a Chromium net log.
-func pageRequests(t *testing.T, path string) []string {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("no net log: %v", err)
-	}
-	var nl struct {
-		Events []struct {
-			Params map[string]any `json:"params"`
-		} `json:"events"`
-	}
-	if err := json.Unmarshal(raw, &nl); err != nil {
-		// Chromium may leave the log's closing brackets off when it exits; the events are still there.
-		raw = append(bytes.TrimRight(raw, ",\n "), []byte("]}")...)
-		if err := json.Unmarshal(raw, &nl); err != nil {
-			t.Fatalf("net log: %v", err)
-		}
-	}
-	var out []string
-	for _, ev := range nl.Events {
-		u, ok := ev.Params["url"].(string)
-		initiator, _ := ev.Params["initiator"].(string)
-		if ok && initiator != "" && initiator != "not an origin" {
-			out = append(out, u)
-		}
-	}
-	return out
 }
 
 // scaled returns a copy of r whose claim latencies are multiplied by f.
