@@ -62,16 +62,16 @@ type PlanContext struct {
 
 // Plan is a resolved matrix.
 type Plan struct {
-	Suite    string        `json:"suite"`
-	Seed     int64         `json:"seed"`
-	Names    []string      `json:"names"`    // cell names in matrix order (reports show them so)
-	Baseline string        `json:"baseline"` // the cell every other is compared with
+	Suite    string   `json:"suite"`
+	Seed     int64    `json:"seed"`
+	Names    []string `json:"names"`    // cell names in matrix order (reports show them so)
+	Baseline string   `json:"baseline"` // the cell every other is compared with
 	// Axes are each cell name's axis values (gates select cells by them), Primary the axis a
 	// bare cell name in a gate stands for.
 	Axes    map[string]map[string]string `json:"axes,omitempty"`
 	Primary string                       `json:"primary,omitempty"`
-	Cells    []PlannedCell `json:"cells"`    // in run order
-	Changes  []string      `json:"changes"`  // what will be created or changed, and where
+	Cells   []PlannedCell                `json:"cells"`   // in run order
+	Changes []string                     `json:"changes"` // what will be created or changed, and where
 }
 
 // addAxes records a cell name's axis values (empty values are left out).

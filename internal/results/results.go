@@ -39,8 +39,8 @@ type Results struct {
 	// gate stands for (from the plan; absent in results written before they were recorded).
 	CellAxes    map[string]map[string]string `json:"cellAxes,omitempty"`
 	AxisPrimary string                       `json:"axisPrimary,omitempty"`
-	Gates     []gates.Verdict   `json:"gates,omitempty"`
-	Errors    []string          `json:"errors,omitempty"`
+	Gates       []gates.Verdict              `json:"gates,omitempty"`
+	Errors      []string                     `json:"errors,omitempty"`
 }
 
 // Cluster describes where the run happened.
