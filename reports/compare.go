@@ -54,6 +54,14 @@ func NewComparison(paths []string, runs []*results.Results) (*Comparison, error)
 					c.Warnings = append(c.Warnings, fmt.Sprintf("version differs (%c vs A): %s %s -> %s", 'A'+i, k, runs[0].Versions[k], v))
 				}
 			}
+			a, b := runs[0].Cluster, r.Cluster
+			for _, d := range [][3]string{{"provider", a.Provider, b.Provider}, {"distribution", a.Distribution, b.Distribution},
+				{"Kubernetes", a.ServerVersion, b.ServerVersion}, {"control-plane tier", a.ControlPlaneTier, b.ControlPlaneTier},
+				{"nodes", fmt.Sprint(a.Nodes), fmt.Sprint(b.Nodes)}} {
+				if d[1] != d[2] {
+					c.Warnings = append(c.Warnings, fmt.Sprintf("cluster differs (%c vs A): %s %s -> %s", 'A'+i, d[0], d[1], d[2]))
+				}
+			}
 		}
 	}
 	c.Cells = analysis.CompareRuns(runs, runs[0].Seed)

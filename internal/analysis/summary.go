@@ -525,3 +525,39 @@ func NoiseFloor(cells []results.Cell, pair AAPair, seed int64) []results.Metric 
 	}
 	return s[1].Metrics
 }
+
+// WorseWhenHigher reports whether an increase of the metric is a regression: latencies, failed
+// and cold claims, send lag and the correctness counts. Other metrics have no direction (a brake
+// lowers a refill ceiling on purpose) and are never called regressions.
+func WorseWhenHigher(key string) bool {
+	switch {
+	case strings.HasPrefix(key, "claim.") && strings.HasSuffix(key, "_ms"),
+		key == "claims.failed", key == "claims.cold", key == "loadgen.send_lag_p99_ms",
+		strings.HasPrefix(key, "correctness."):
+		return true
+	}
+	return false
+}
+
+// Regressions lists, for runs compared by CompareRuns (the first run is the baseline), every
+// metric with a direction that got significantly worse in a later run: "cell metric: A -> B (+x%,
+// p=...) in run N".
+func Regressions(cmp []RunComparison) []string {
+	var out []string
+	for _, c := range cmp {
+		for _, m := range c.Metrics {
+			if !WorseWhenHigher(m.Key) {
+				continue
+			}
+			for i, r := range m.Runs {
+				if i == 0 || r.Delta == nil || !r.Delta.Comparison.Significant || float64(r.Delta.Abs) <= 0 {
+					continue
+				}
+				out = append(out, fmt.Sprintf("%s %s: %s %s (%+.1f%%, p=%.3g, %s) in run %c",
+					c.Cell, m.Key, strconv.FormatFloat(float64(m.Runs[0].Value), 'g', 4, 64), "->"+strconv.FormatFloat(float64(r.Value), 'g', 4, 64),
+					float64(r.Delta.Pct), float64(r.Delta.Comparison.P), r.Delta.Comparison.Method, 'A'+rune(i)))
+			}
+		}
+	}
+	return out
+}

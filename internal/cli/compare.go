@@ -7,12 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/reports"
 )
 
 func (a *app) compareCmd() *cobra.Command {
 	var out string
+	var gate bool
 	cmd := &cobra.Command{
 		Use:   "compare A.json B.json [C.json ...]",
 		Short: "Compare runs cell by cell (pre-upgrade, vendor comparisons): deltas, CIs, p-values, compare.html",
@@ -31,6 +33,10 @@ func (a *app) compareCmd() *cobra.Command {
 				return badInput(err)
 			}
 			c.Text(a.stdout)
+			regs := analysis.Regressions(c.Cells)
+			for _, r := range regs {
+				fmt.Fprintln(a.stdout, "REGRESSION", r)
+			}
 			page, err := c.HTML()
 			if err != nil {
 				return err
@@ -46,9 +52,13 @@ func (a *app) compareCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "\ncompare: %s\n", path)
+			if gate && len(regs) > 0 {
+				return &ExitError{Code: ExitGateFailed, Err: fmt.Errorf("%d significant regression(s) against %s", len(regs), args[0])}
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory for compare.html (default: next to the last results file)")
+	cmd.Flags().BoolVar(&gate, "gate", false, "exit 3 when a latency, failure or correctness metric of a later run is significantly worse than in the first")
 	return cmd
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/brakebench/brakebench/configs"
@@ -11,17 +12,42 @@ import (
 	"github.com/brakebench/brakebench/internal/results"
 )
 
-// gateFlags select the gates of a run or a re-rendered report.
+// gateFlags select the gates of a run or a re-rendered report, and the baseline run they may
+// refer to (and that the run is checked against).
 type gateFlags struct {
-	file string
-	none bool
+	file     string
+	none     bool
+	baseline string
+	base     *results.Results // the baseline run, once loaded
+}
+
+// loadBaseline reads --baseline (bad input when it cannot be read or is another suite's run).
+func (gf *gateFlags) loadBaseline(suite string) error {
+	if gf.baseline == "" {
+		return nil
+	}
+	r, err := results.Read(gf.baseline)
+	if err != nil {
+		return badInput(fmt.Errorf("--baseline: %w", err))
+	}
+	if r.Suite != suite {
+		return badInput(fmt.Errorf("--baseline %s is a %s run; this is %s", gf.baseline, r.Suite, suite))
+	}
+	gf.base = r
+	return nil
 }
 
 // load parses the user's gate file (every cell(...) in it must select a cell of the run), or the
 // suite's embedded default gates, keeping those whose cells the run has and writing a line to w
 // for each gate it skips. Errors are bad input (exit 2).
-func (gf gateFlags) load(w io.Writer, suite string, schema gates.Schema) ([]gates.Gate, error) {
+func (gf *gateFlags) load(w io.Writer, suite string, schema gates.Schema) ([]gates.Gate, error) {
 	schema.Metrics = analysis.MetricUnits()
+	if err := gf.loadBaseline(suite); err != nil {
+		return nil, err
+	}
+	if gf.base != nil {
+		schema.Baseline, schema.BaselineAxes = summaryNames(gf.base), gf.base.CellAxes
+	}
 	if gf.file != "" {
 		// Checked even with --no-gates: a broken gate file is bad input either way.
 		gs, err := gates.Load(gf.file, schema)
@@ -50,6 +76,34 @@ func (gf gateFlags) load(w io.Writer, suite string, schema gates.Schema) ([]gate
 		fmt.Fprintln(w, "note:", s)
 	}
 	return kept, nil
+}
+
+func summaryNames(r *results.Results) []string {
+	var out []string
+	for _, s := range r.Summary {
+		if s.NotApplicable == "" {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// baselineVerdict is the built-in check against --baseline: no metric with a direction got
+// significantly worse in a cell both runs have (repetition-level inference, as compare).
+func baselineVerdict(base *results.Results, path string, res *results.Results) gates.Verdict {
+	v := gates.Verdict{Name: "no significant regression against the baseline", Expr: "baseline " + path, Passed: true}
+	cmp := analysis.CompareRuns([]*results.Results{base, res}, res.Seed)
+	regs := analysis.Regressions(cmp)
+	switch {
+	case len(cmp) == 0:
+		v.Passed, v.Message = false, "the run shares no cell name with the baseline: nothing was compared"
+	case len(regs) > 0:
+		v.Passed, v.Message = false, strings.Join(regs, "; ")
+		v.Measured = float64(len(regs))
+	default:
+		v.Message = fmt.Sprintf("passed: %d shared cells, no latency, failure or correctness metric significantly worse", len(cmp))
+	}
+	return v
 }
 
 // planSchema is what a run's gates may select: its cells and their axes.

@@ -32,11 +32,12 @@ func (a *app) reportCmd() *cobra.Command {
 			if dir == "" {
 				dir = filepath.Dir(args[0])
 			}
-			return a.finish(r, gs, dir)
+			return a.finish(r, gs, &gf, dir)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory for the report (default: next to RESULTS.json)")
 	cmd.Flags().StringVar(&gf.file, "gates", "", "gate file (default: the suite's configs/gates/<suite>.yaml)")
 	cmd.Flags().BoolVar(&gf.none, "no-gates", false, "evaluate no gates")
+	cmd.Flags().StringVar(&gf.baseline, "baseline", "", "an earlier results.json of this suite: gates may use baseline.cell(...).METRIC, and the report fails (exit 3) on a significant regression against it")
 	return cmd
 }

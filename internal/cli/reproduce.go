@@ -22,22 +22,23 @@ import (
 )
 
 func (a *app) reproduceCmd() *cobra.Command {
-	var quick bool
+	var quick, strict bool
 	var only []string
 	cmd := &cobra.Command{
 		Use:   "reproduce",
 		Short: "Run the published-number scenarios (configs/published.yaml) and print measured vs published",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.reproduce(cmd.Context(), quick, only)
+			return a.reproduce(cmd.Context(), quick, strict, only)
 		},
 	}
 	cmd.Flags().BoolVar(&quick, "quick", false, "CI-sized scenarios (verdicts then describe the reduced runs)")
 	cmd.Flags().StringSliceVar(&only, "scenario", nil, "run only these scenarios")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 3 when a measured figure differs from the published one")
 	return cmd
 }
 
-func (a *app) reproduce(ctx context.Context, quick bool, only []string) (err error) {
+func (a *app) reproduce(ctx context.Context, quick, strict bool, only []string) (err error) {
 	cat, err := reproduce.Load(analysis.MetricUnits())
 	if err != nil {
 		return err
@@ -132,5 +133,16 @@ func (a *app) reproduce(ctx context.Context, quick bool, only []string) (err err
 		return err
 	}
 	fmt.Fprintf(a.stdout, "\nreproduce: %s\n", filepath.Join(dir, "reproduce.html"))
+	if strict {
+		var differ []string
+		for _, r := range rows {
+			if r.Verdict == "differs" {
+				differ = append(differ, r.ID)
+			}
+		}
+		if len(differ) > 0 {
+			return &ExitError{Code: ExitGateFailed, Err: fmt.Errorf("--strict: %d figure(s) differ from the published ones: %s", len(differ), strings.Join(differ, ", "))}
+		}
+	}
 	return nil
 }

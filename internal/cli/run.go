@@ -167,6 +167,7 @@ func (a *app) runCmd() *cobra.Command {
 	cmd.Flags().StringVar(&up.to, "to", "", "with --preset upgrade: the version to upgrade to")
 	cmd.Flags().StringVar(&gf.file, "gates", "", "gate file (default: the suite's configs/gates/<suite>.yaml)")
 	cmd.Flags().BoolVar(&gf.none, "no-gates", false, "evaluate no gates")
+	cmd.Flags().StringVar(&gf.baseline, "baseline", "", "an earlier results.json of this suite: gates may use baseline.cell(...).METRIC, and the run fails (exit 3) on a significant regression against it")
 	return cmd
 }
 
@@ -197,7 +198,7 @@ func (a *app) run(ctx context.Context, name string, gf gateFlags, up upgradeFlag
 	}
 	res.CellAxes, res.AxisPrimary = plan.Axes, plan.Primary
 	dir := runDir(cfg, res)
-	ferr := a.finish(res, gs, dir)
+	ferr := a.finish(res, gs, &gf, dir)
 	if up.preset == "upgrade" {
 		if cerr := a.upgradeView(res, up, dir); cerr != nil {
 			return errors.Join(ferr, cerr)
@@ -315,8 +316,21 @@ func (a *app) execute(ctx context.Context, cluster provider.Cluster, cfg *config
 
 // finish evaluates the gates, writes results.json, report.html and junit.xml into dir, prints
 // the table and the verdicts, and turns failures into exit codes (1 run errors, 3 gates).
-func (a *app) finish(res *results.Results, gs []gates.Gate, dir string) error {
-	res.Gates = gates.Evaluate(gs, gateValues(res))
+func (a *app) finish(res *results.Results, gs []gates.Gate, gf *gateFlags, dir string) error {
+	vals := gateValues(res)
+	if b := gf.base; b != nil {
+		bv := gateValues(b)
+		vals.Baseline, vals.BaselineCells, vals.BaselineAxes = bv.Metric, bv.Cells, b.CellAxes
+	}
+	res.Gates = gates.Evaluate(gs, vals)
+	if b := gf.base; b != nil {
+		if c, err := reports.NewComparison([]string{gf.baseline, "this run"}, []*results.Results{b, res}); err == nil {
+			for _, w := range c.Warnings {
+				fmt.Fprintln(a.stderr, "baseline:", w)
+			}
+		}
+		res.Gates = append(res.Gates, baselineVerdict(b, gf.baseline, res))
+	}
 	path, err := results.Write(dir, res)
 	if err != nil {
 		return fmt.Errorf("write results: %w", err)

@@ -60,6 +60,10 @@ type Schema struct {
 	// word selects by ("brake", "arm"); both optional.
 	Axes    map[string]map[string]string
 	Primary string
+	// Baseline lists the cells of the --baseline run (nil: no baseline; baseline.cell(...) is
+	// then an error) and BaselineAxes their axes.
+	Baseline     []string
+	BaselineAxes map[string]map[string]string
 	// Lenient lets a selector match no cell at parse time (built-in gate files cover every
 	// brake; ForCells then skips, and names, the gates about cells the run does not have).
 	Lenient bool
@@ -140,7 +144,7 @@ func (g Gate) selectors() []ref {
 	walk = func(n node) {
 		switch t := n.(type) {
 		case ref:
-			if t.scope == "cell" {
+			if t.scope == "cell" || t.scope == "baseline" {
 				out = append(out, t)
 			}
 		case binop:
@@ -160,7 +164,7 @@ func ForCells(gs []Gate, s Schema) (kept []Gate, skipped []string) {
 	for _, g := range gs {
 		var missing []string
 		for _, r := range g.selectors() {
-			if len(r.sel.matches(s)) == 0 {
+			if r.scope == "cell" && len(r.sel.matches(s)) == 0 {
 				missing = append(missing, r.sel.String())
 			}
 		}
@@ -412,6 +416,27 @@ func (p *parser) atom() (node, error) {
 		sel.id = *p.nsel
 		*p.nsel++
 		return p.metric("cell", sel, rest[1:])
+	case t == "baseline.cell":
+		if p.s.Baseline == nil {
+			return nil, fmt.Errorf("baseline.cell(...) needs a baseline run (--baseline OLD.json)")
+		}
+		sel, err := p.selector()
+		if err != nil {
+			return nil, err
+		}
+		rest := p.peek()
+		p.pos++
+		if !strings.HasPrefix(rest, ".") {
+			return nil, fmt.Errorf("baseline.cell(...) must be followed by .METRIC")
+		}
+		bs := Schema{Cells: p.s.Baseline, Axes: p.s.BaselineAxes, Primary: p.s.Primary}
+		if sel.bare != "" && !contains(bs.Cells, sel.bare) && p.s.Primary != "" {
+			sel.name, sel.axes = "", map[string]string{p.s.Primary: sel.bare}
+		}
+		if len(sel.matches(bs)) == 0 {
+			return nil, fmt.Errorf("baseline.cell %s matches no cell of the baseline run (cells: %s)", sel, strings.Join(bs.Cells, ", "))
+		}
+		return p.metric("baseline", sel, rest[1:])
 	case strings.HasPrefix(t, "all."):
 		return p.metric("all", selector{}, t[len("all."):])
 	case t == "brake.max_refill_rate":
@@ -570,12 +595,20 @@ type Values struct {
 	Brakes map[string]float64 // max_refill_rate (per s), replenish_delay (ms)
 	// Axes are each cell's axis values (selectors by axis need them).
 	Axes map[string]map[string]string
+	// Baseline returns a cell's summary value in the --baseline run (nil: none).
+	Baseline func(cell, key string) (float64, bool)
+	// BaselineCells and BaselineAxes describe the baseline run's cells.
+	BaselineCells []string
+	BaselineAxes  map[string]map[string]string
 }
 
 type evalEnv struct {
 	vals  *Values
 	cell  string         // the cell all.* refers to in this pass
 	bound map[int]string // selector id -> the cell it stands for in this pass
+	// label is the pass's open-axis values ("version=v0.5.5"): a baseline selector picks the
+	// baseline cell with the same values.
+	free map[string]string
 }
 
 func toValue(v float64, unit string) value {
@@ -603,6 +636,35 @@ func (r ref) eval(env *evalEnv) (value, error) {
 	}
 	if r.scope == "all" {
 		cell = env.cell
+	}
+	if r.scope == "baseline" {
+		if env.vals.Baseline == nil {
+			return value{}, fmt.Errorf("no baseline run")
+		}
+		if cell == "" { // by axes: the baseline cell with this pass's open-axis values
+			var m []string
+			for _, c := range env.vals.BaselineCells {
+				ax := env.vals.BaselineAxes[c]
+				ok := r.sel.matchesCell(c, ax)
+				for k, v := range env.free {
+					if _, constrained := r.sel.axes[k]; !constrained && ax[k] != v {
+						ok = false
+					}
+				}
+				if ok {
+					m = append(m, c)
+				}
+			}
+			if len(m) != 1 {
+				return value{}, fmt.Errorf("baseline.cell %s selects %d baseline cells for %v", r.sel, len(m), env.free)
+			}
+			cell = m[0]
+		}
+		v, ok := env.vals.Baseline(cell, r.key)
+		if !ok {
+			return value{}, fmt.Errorf("baseline cell %q has no %s", cell, r.key)
+		}
+		return toValue(v, r.unit), nil
 	}
 	v, ok := env.vals.Metric(cell, r.key)
 	if !ok {
@@ -690,7 +752,7 @@ func Evaluate(gs []Gate, vals Values) []Verdict {
 		}
 		for _, grp := range groups {
 			for _, cell := range cells {
-				env := &evalEnv{vals: &vals, cell: cell, bound: grp.bound}
+				env := &evalEnv{vals: &vals, cell: cell, bound: grp.bound, free: grp.free}
 				l, err := g.l.eval(env)
 				if err == nil {
 					var r value
@@ -737,6 +799,7 @@ func Evaluate(gs []Gate, vals Values) []Verdict {
 type binding struct {
 	label string
 	bound map[int]string
+	free  map[string]string // the open axes' values of this pass
 }
 
 // bindings groups the run's cells by the axes no selector of the gate constrains, and binds every
@@ -789,12 +852,20 @@ func bindings(sels []ref, vals Values) ([]binding, error) {
 	}
 	var out []binding
 	for _, label := range labels {
-		b := binding{label: label, bound: map[int]string{}}
+		b := binding{label: label, bound: map[int]string{}, free: map[string]string{}}
+		for _, kv := range strings.Split(label, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				b.free[k] = v
+			}
+		}
 		if label != "" {
 			b.label = "[" + label + "]"
 		}
 		ok := true
 		for _, r := range sels {
+			if r.scope == "baseline" { // resolved in the baseline run, with this pass's open axes
+				continue
+			}
 			var m []string
 			for _, c := range groups[label] {
 				if r.sel.matchesCell(c, vals.Axes[c]) {

@@ -152,3 +152,31 @@ func TestForCells(t *testing.T) {
 		t.Errorf("kept %d, skipped %q", len(kept), skipped)
 	}
 }
+
+// Gates against a baseline run: baseline.cell(...) pairs with the current cell of the same open
+// axes (per version here), and naming it without a baseline is an error before the run.
+func TestBaselineOperands(t *testing.T) {
+	cells := []string{"none@v1", "none@v2"}
+	axes := map[string]map[string]string{"none@v1": {"brake": "none", "version": "v1"}, "none@v2": {"brake": "none", "version": "v2"}}
+	s := Schema{Metrics: schema.Metrics, Cells: cells, Axes: axes, Primary: "brake", Baseline: cells, BaselineAxes: axes}
+	now := map[string]float64{"none@v1": 1000, "none@v2": 1300}
+	before := map[string]float64{"none@v1": 950, "none@v2": 1000}
+	vals := Values{Cells: cells, Axes: axes, BaselineCells: cells, BaselineAxes: axes,
+		Metric:   func(c, k string) (float64, bool) { v, ok := now[c]; return v, ok },
+		Baseline: func(c, k string) (float64, bool) { v, ok := before[c]; return v, ok }}
+	gs, err := Parse("b.yaml", []byte("gates:\n- expr: cell(none).claim.p99 <= baseline.cell(none).claim.p99 * 1.1\n"), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := Evaluate(gs, vals)[0]; v.Passed || !strings.Contains(v.Message, "version=v2]: 1300.0ms <= 1100.0ms is false") || strings.Contains(v.Message, "v1]") {
+		t.Errorf("per-version baseline gate: %+v", v)
+	}
+	noBase := s
+	noBase.Baseline = nil
+	if _, err := Parse("b.yaml", []byte("gates:\n- expr: cell(none).claim.p99 <= baseline.cell(none).claim.p99\n"), noBase); err == nil || !strings.Contains(err.Error(), "b.yaml:2: right of <=: baseline.cell(...) needs a baseline run (--baseline OLD.json)") {
+		t.Errorf("no baseline: %v", err)
+	}
+	if _, err := Parse("b.yaml", []byte("gates:\n- expr: cell(none).claim.p99 <= baseline.cell(both).claim.p99\n"), s); err == nil || !strings.Contains(err.Error(), "matches no cell of the baseline run") {
+		t.Errorf("unknown baseline cell: %v", err)
+	}
+}

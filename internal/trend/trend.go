@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/stats"
 )
@@ -132,19 +133,6 @@ type Trend struct {
 	Notes   []string `json:"notes,omitempty"`
 }
 
-// worseWhenHigher are the metrics whose increase is a regression (others have no direction:
-// a brake lowers a ceiling on purpose).
-func worseWhenHigher(key string) bool {
-	switch {
-	case strings.HasPrefix(key, "claim.") && strings.HasSuffix(key, "_ms"),
-		key == "claims.failed", key == "claims.cold",
-		strings.HasPrefix(key, "correctness."),
-		key == "loadgen.send_lag_p99_ms":
-		return true
-	}
-	return false
-}
-
 // Build lines the runs' summaries up per cell and metric and detects change points.
 func Build(runs []Run, opt Options) *Trend {
 	t := &Trend{Runs: runs, Options: opt}
@@ -191,7 +179,7 @@ func Build(runs []Run, opt Options) *Trend {
 		s.ChangePoints = ChangePoints(xs, opt)
 		for k := range s.ChangePoints {
 			cp := &s.ChangePoints[k]
-			cp.Regression = worseWhenHigher(s.Key) && cp.After > cp.Before
+			cp.Regression = analysis.WorseWhenHigher(s.Key) && cp.After > cp.Before
 		}
 	}
 	return t
