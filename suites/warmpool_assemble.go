@@ -23,6 +23,9 @@ type cellInput struct {
 	poolSize     int
 	claimTimeout time.Duration
 	metrics      map[string]results.Scrape
+	// fillMetrics are the API server's counter deltas from before the pool was created to the
+	// burst (the fill, and the restart with the cell's flags).
+	fillMetrics map[string]results.Scrape
 }
 
 // RateTolerance is how far a refill create ceiling over 5 s may exceed max-refill-rate R and
@@ -180,6 +183,37 @@ func correctness(c *results.Cell, in cellInput) {
 		v := sum(c.Timeline.PodCreates) / sb
 		cr.PodCreatesPerSandbox = &v
 	}
+	// The whole cell, the fill included: what the informers saw created before the burst, and
+	// the sandbox CREATE (POST) and DELETE requests the API server counted in each phase.
+	fill := 0.0
+	for _, sb := range in.snap.Sandboxes {
+		if sb.FromPool && sb.Observed.Before(in.t0) {
+			fill++
+		}
+	}
+	if in.poolSize > 0 && fill > 0 {
+		v := fill / float64(in.poolSize)
+		cr.FillCreatesPerSlot = &v
+	}
+	sandboxRequests := func(m map[string]results.Scrape, verb string) *float64 {
+		api, ok := m["kube-apiserver"]
+		if !ok || api.Error != "" {
+			return nil
+		}
+		v := scrape.Sum(api.Series, "apiserver_request_total", map[string]string{"resource": "sandboxes", "verb": verb})
+		return &v
+	}
+	perSlot := func(v *float64, slots float64) *float64 {
+		if v == nil || slots <= 0 {
+			return nil
+		}
+		r := *v / slots
+		return &r
+	}
+	cr.FillAPICreatesPerSlot = perSlot(sandboxRequests(in.fillMetrics, "POST"), float64(in.poolSize))
+	cr.FillAPIDeletes = sandboxRequests(in.fillMetrics, "DELETE")
+	cr.RefillAPICreatesPerSlot = perSlot(sandboxRequests(in.metrics, "POST"), float64(c.Stats.Warm))
+	cr.RefillAPIDeletes = sandboxRequests(in.metrics, "DELETE")
 	if m := in.snap.MaxPoolMembers[in.pool]; m > in.poolSize {
 		cr.PoolExcessMax = m - in.poolSize
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/scrape"
 	"github.com/brakebench/brakebench/loadgen"
 )
 
@@ -91,6 +92,37 @@ func TestAssembleKnownCell(t *testing.T) {
 	}
 }
 
+// Over-creation through the whole cell: the fill's pool sandboxes per slot from the informers,
+// and sandbox POST/DELETE requests from the API server's counters in the fill and the refill.
+func TestAssembleWholeCellCorrectness(t *testing.T) {
+	in := handMadeCell(results.Brake{})
+	req := func(verb string, n float64) scrape.Series {
+		return scrape.Series{Name: "apiserver_request_total", Type: "counter", Value: n,
+			Labels: map[string]string{"resource": "sandboxes", "verb": verb, "group": "agents.x-k8s.io", "code": "201"}}
+	}
+	other := scrape.Series{Name: "apiserver_request_total", Type: "counter", Value: 99, Labels: map[string]string{"resource": "pods", "verb": "POST"}}
+	in.fillMetrics = map[string]results.Scrape{"kube-apiserver": {Series: []scrape.Series{req("POST", 5), req("DELETE", 1), other}}}
+	in.metrics = map[string]results.Scrape{"kube-apiserver": {Series: []scrape.Series{req("POST", 6), other}}}
+	cr := assemble(in).Stats.Correctness
+	// Pool sandboxes seen before T0: the four warm members (the orphan and the deleted one are
+	// not the pool's; the refills came after T0): 4 for a pool of 4.
+	if cr.FillCreatesPerSlot == nil || *cr.FillCreatesPerSlot != 1 {
+		t.Errorf("fill creates per slot %v", ptrStr(cr.FillCreatesPerSlot))
+	}
+	if cr.FillAPICreatesPerSlot == nil || *cr.FillAPICreatesPerSlot != 1.25 || cr.FillAPIDeletes == nil || *cr.FillAPIDeletes != 1 {
+		t.Errorf("fill API creates per slot %v, deletes %v", cr.FillAPICreatesPerSlot, cr.FillAPIDeletes)
+	}
+	// 6 POSTs after T0 for 3 warm adoptions; no DELETE counted.
+	if cr.RefillAPICreatesPerSlot == nil || *cr.RefillAPICreatesPerSlot != 2 || cr.RefillAPIDeletes == nil || *cr.RefillAPIDeletes != 0 {
+		t.Errorf("refill API creates per slot %v, deletes %v", cr.RefillAPICreatesPerSlot, cr.RefillAPIDeletes)
+	}
+	// Without the API server's counters the API figures are absent, not zero.
+	in.fillMetrics, in.metrics = nil, map[string]results.Scrape{"kube-apiserver": {Error: "unreachable"}}
+	if cr := assemble(in).Stats.Correctness; cr.FillAPICreatesPerSlot != nil || cr.RefillAPIDeletes != nil {
+		t.Errorf("API figures without counters: %+v", cr)
+	}
+}
+
 func TestBrakeEvidence(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -109,4 +141,11 @@ func TestBrakeEvidence(t *testing.T) {
 			t.Errorf("%s: engaged %v, want %v (%s)", c.name, got.BrakeEngaged, c.want, got.BrakeEvidence)
 		}
 	}
+}
+
+func ptrStr(p *float64) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
 }

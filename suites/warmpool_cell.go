@@ -82,6 +82,9 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		gpu = &gpuCell{env: env, rec: rec, watch: w, log: log, reverts: &cellReverts, labels: labels}
 	}
 
+	// The API server's request counters before the fill: over-creation shows most when a pool
+	// goes from empty to full, so the fill is measured as well as the refill.
+	fillScrape := scrapeAll(ctx, env, apiServerOnly(env.Cluster.MetricsTargets()))
 	// Template and pool first, then claims (a claim created before its template waits a minute).
 	fillStart := time.Now()
 	if err := c.Apply(ctx, BenchObjects(ns, wl.Pool, wl.Image), labels); err != nil {
@@ -215,7 +218,7 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	snap := rec.Snapshot()
 	cell = assemble(cellInput{
 		cell: cell, snap: snap, sent: fired, t0: t0, end: end, pool: PoolName, poolSize: wl.Pool,
-		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after),
+		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after), fillMetrics: deltas(fillScrape, before),
 	})
 	switch {
 	case gpu != nil:
@@ -298,6 +301,16 @@ type scrapes map[string]scrapeResult
 type scrapeResult struct {
 	series []scrape.Series
 	err    error
+}
+
+func apiServerOnly(targets []provider.MetricsTarget) []provider.MetricsTarget {
+	var out []provider.MetricsTarget
+	for _, t := range targets {
+		if t.Component == "kube-apiserver" {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func scrapeAll(ctx context.Context, env *Env, targets []provider.MetricsTarget) scrapes {

@@ -376,6 +376,18 @@ type Correctness struct {
 	PoolExcessMax        int      `json:"poolExcessMax"` // most live pool members beyond spec.replicas
 	DoubleBound          int      `json:"doubleBound"`   // sandboxes bound to more than one claim
 	Orphans              int      `json:"orphans"`       // live sandboxes without a controller owner at the end
+	// The whole cell, the initial fill included (over-creation shows most from empty to full).
+	// FillCreatesPerSlot: pool sandboxes the informers saw created before the burst, per pool
+	// slot (1.0 is ideal). FillAPICreatesPerSlot and FillAPIDeletes: sandbox POST and DELETE
+	// requests the API server counted from before the pool was created to the burst (the fill
+	// and the controller's restart with the cell's flags). RefillAPICreatesPerSlot and
+	// RefillAPIDeletes: the same from the burst to the end of the refill, per warm adoption
+	// (cold starts' creates included). Requests include refused ones: they are load either way.
+	FillCreatesPerSlot      *float64 `json:"fillCreatesPerSlot,omitempty"`
+	FillAPICreatesPerSlot   *float64 `json:"fillApiCreatesPerSlot,omitempty"`
+	FillAPIDeletes          *float64 `json:"fillApiDeletes,omitempty"`
+	RefillAPICreatesPerSlot *float64 `json:"refillApiCreatesPerSlot,omitempty"`
+	RefillAPIDeletes        *float64 `json:"refillApiDeletes,omitempty"`
 }
 
 // LatencySet splits latency by launch type.

@@ -64,10 +64,12 @@ func TestUpgradePreset(t *testing.T) {
 		cr := c.Stats.Correctness
 		// The ratios must be measured; whether the refill completed within the window is the
 		// warmpool tests' assertion (a stalled refill shows here as a ratio below 1).
-		if cr.RefillCreatesPerSlot == nil || cr.PodCreatesPerSandbox == nil {
+		if cr.RefillCreatesPerSlot == nil || cr.PodCreatesPerSandbox == nil || cr.FillCreatesPerSlot == nil ||
+			cr.FillAPICreatesPerSlot == nil || cr.FillAPIDeletes == nil || cr.RefillAPICreatesPerSlot == nil || cr.RefillAPIDeletes == nil {
 			t.Errorf("%s: over-creation ratios missing: %+v", name, cr)
 		} else {
-			t.Logf("%s: refill creates per slot %.2f, pod creates per sandbox %.2f", name, *cr.RefillCreatesPerSlot, *cr.PodCreatesPerSandbox)
+			t.Logf("%s: fill: %.2f pool creates per slot seen, %.2f sandbox POSTs per slot and %.0f DELETEs counted; refill: %.2f creates per slot seen, %.2f POSTs per slot and %.0f DELETEs counted; pod creates per sandbox %.2f",
+				name, *cr.FillCreatesPerSlot, *cr.FillAPICreatesPerSlot, *cr.FillAPIDeletes, *cr.RefillCreatesPerSlot, *cr.RefillAPICreatesPerSlot, *cr.RefillAPIDeletes, *cr.PodCreatesPerSandbox)
 		}
 		if c.Stats.Failed != 0 || c.Stats.Total != 30 {
 			t.Errorf("%s: %d/%d failed", name, c.Stats.Failed, c.Stats.Total)
