@@ -10,6 +10,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/stats"
@@ -565,4 +568,73 @@ func Regressions(cmp []RunComparison) []string {
 		}
 	}
 	return out
+}
+
+// Drift estimates how the cluster itself changed during a run: each repetition's median claim
+// latency relative to its cell's geometric mean (so brakes and versions cancel out), regressed
+// on when the repetition ran. The lab slows over its lifetime; this measures it instead of
+// assuming it away. Nil with fewer than 6 repetitions of cells that ran at least twice.
+func Drift(cells []results.Cell) *results.Drift {
+	type pt struct {
+		name string
+		t0   float64 // minutes since the first cell
+		logp float64
+	}
+	usable := func(c results.Cell) bool {
+		p50 := c.Stats.Latency.All.P50
+		return c.Error == "" && c.NotApplicable == "" && !c.T0.IsZero() && p50 > 0 && !math.IsInf(p50, 0)
+	}
+	var first time.Time
+	for _, c := range cells {
+		if usable(c) && (first.IsZero() || c.T0.Before(first)) {
+			first = c.T0
+		}
+	}
+	var pts []pt
+	for _, c := range cells {
+		if usable(c) {
+			pts = append(pts, pt{name: c.Name, t0: c.T0.Sub(first).Minutes(), logp: math.Log(c.Stats.Latency.All.P50)})
+		}
+	}
+	sum, n := map[string]float64{}, map[string]int{}
+	for _, p := range pts {
+		sum[p.name] += p.logp
+		n[p.name]++
+	}
+	var xs, ys []float64
+	for _, p := range pts {
+		if n[p.name] < 2 {
+			continue
+		}
+		xs = append(xs, p.t0)
+		ys = append(ys, p.logp-sum[p.name]/float64(n[p.name]))
+	}
+	if len(xs) < 6 {
+		return nil
+	}
+	mx, my := stats.Mean(xs), stats.Mean(ys)
+	sxx, sxy := 0.0, 0.0
+	for k := range xs {
+		sxx += (xs[k] - mx) * (xs[k] - mx)
+		sxy += (xs[k] - mx) * (ys[k] - my)
+	}
+	if sxx == 0 {
+		return nil
+	}
+	slope := sxy / sxx
+	rss := 0.0
+	for k := range xs {
+		r := ys[k] - my - slope*(xs[k]-mx)
+		rss += r * r
+	}
+	df := float64(len(xs) - 2)
+	se := math.Sqrt(rss / df / sxx)
+	tq := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(0.975)
+	pct := func(b float64) float64 { return (math.Exp(10*b) - 1) * 100 }
+	lo, hi := xs[0], xs[0]
+	for _, x := range xs {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	return &results.Drift{Metric: "claim p50 relative to its cell", Repetitions: len(xs), Minutes: hi - lo,
+		PctPer10Min: stats.Num(pct(slope)), CI: stats.CI{Lo: stats.Num(pct(slope - tq*se)), Hi: stats.Num(pct(slope + tq*se))}}
 }

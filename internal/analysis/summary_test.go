@@ -2,7 +2,9 @@ package analysis
 
 import (
 	"fmt"
+	"math"
 	"strings"
+	"time"
 	"testing"
 
 	"github.com/brakebench/brakebench/internal/results"
@@ -77,5 +79,37 @@ func TestAAPairs(t *testing.T) {
 	want := []AAPair{{"none", "none_2"}, {"both@v0.5.5", "both_2@v0.5.5"}, {"none/apf-throttle", "none_3/apf-throttle"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("AAPairs = %v, want %v", got, want)
+	}
+}
+
+// Drift: cells whose every repetition is 5% slower per 10 minutes than the last, whatever the
+// cell's own level, read as about +5% per 10 minutes; without drift the CI holds 0.
+func TestDrift(t *testing.T) {
+	mk := func(perTen float64) []results.Cell {
+		t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		var cells []results.Cell
+		levels := map[string]float64{"none": 5000, "both": 8000, "max-refill-rate": 6000}
+		k := 0
+		for rep := 1; rep <= 4; rep++ {
+			for _, name := range []string{"none", "both", "max-refill-rate"} {
+				minutes := float64(k) * 1.5
+				noise := 1 + 0.01*float64((k*7)%5-2)
+				c := results.Cell{Name: name, Rep: rep, T0: t0.Add(time.Duration(minutes * float64(time.Minute)))}
+				c.Stats.Latency.All.P50 = levels[name] * math.Pow(1+perTen/100, minutes/10) * noise
+				cells = append(cells, c)
+				k++
+			}
+		}
+		return cells
+	}
+	d := Drift(mk(5))
+	if d == nil || math.Abs(float64(d.PctPer10Min)-5) > 1.5 || d.Repetitions != 12 || float64(d.CI.Lo) > 5 || float64(d.CI.Hi) < 5 {
+		t.Errorf("5%% drift read as %+v", d)
+	}
+	if d := Drift(mk(0)); d == nil || float64(d.CI.Lo) > 0 || float64(d.CI.Hi) < 0 {
+		t.Errorf("no drift read as %+v", d)
+	}
+	if d := Drift(mk(5)[:5]); d != nil {
+		t.Errorf("5 repetitions: %+v, want none", d)
 	}
 }

@@ -323,6 +323,9 @@ func (a *app) finish(res *results.Results, gs []gates.Gate, gf *gateFlags, dir s
 		vals.Baseline, vals.BaselineCells, vals.BaselineAxes = bv.Metric, bv.Cells, b.CellAxes
 	}
 	res.Gates = gates.Evaluate(gs, vals)
+	if res.Drift == nil {
+		res.Drift = analysis.Drift(res.Cells)
+	}
 	if b := gf.base; b != nil {
 		if c, err := reports.NewComparison([]string{gf.baseline, "this run"}, []*results.Results{b, res}); err == nil {
 			for _, w := range c.Warnings {

@@ -41,6 +41,19 @@ type Results struct {
 	AxisPrimary string                       `json:"axisPrimary,omitempty"`
 	Gates       []gates.Verdict              `json:"gates,omitempty"`
 	Errors      []string                     `json:"errors,omitempty"`
+	// Drift is how the cluster itself changed during the run (nil when too few repetitions).
+	Drift *Drift `json:"drift,omitempty"`
+}
+
+// Drift is the trend of a run's repetitions against the time they ran: each repetition's median
+// claim latency relative to its own cell's (geometric) mean, regressed on minutes since the first
+// cell, as percent per 10 minutes with a 95% CI.
+type Drift struct {
+	Metric      string    `json:"metric"`
+	Repetitions int       `json:"repetitions"`
+	Minutes     float64   `json:"minutes"` // between the first and the last repetition used
+	PctPer10Min stats.Num `json:"pctPer10Min"`
+	CI          stats.CI  `json:"ci"`
 }
 
 // Cluster describes where the run happened.

@@ -1,0 +1,53 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/brakebench/brakebench/internal/results"
+)
+
+// TestAAOnTheLab runs identical cells (none listed twice) three times each: the latency deltas
+// between them read "~" with the reason (3 vs 3 repetitions cannot reach p < 0.05), the report
+// prints the A/A noise floor, and the run's drift is measured.
+func TestAAOnTheLab(t *testing.T) {
+	out := t.TempDir()
+	if _, err := runCLI(t, "run", "warmpool-burst", "--out", out, "--set", "workload.pool=10", "--set", "workload.claims=10",
+		"--set", "matrix.brakes=none,none", "--set", "matrix.repetitions=3"); err != nil {
+		t.Fatal(err)
+	}
+	matches, _ := filepath.Glob(filepath.Join(out, "warmpool-burst-*", "results.json"))
+	if len(matches) != 1 {
+		t.Fatalf("results: %v", matches)
+	}
+	r, err := results.Read(matches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"claim.p50_ms", "claim.p99_ms"} {
+		m, ok := r.Find("none_2", key)
+		if !ok || m.Delta == nil {
+			t.Fatalf("none_2 %s: no delta against none", key)
+		}
+		c := m.Delta.Comparison
+		if c.Significant || c.Delta != "~" || !strings.Contains(c.Note, "3 vs 3 repetitions cannot reach p < 0.05") || c.Method != "permutation over repetitions" {
+			t.Errorf("A/A %s: %+v", key, c)
+		}
+	}
+	if r.Drift == nil || r.Drift.Repetitions != 6 {
+		t.Errorf("drift: %+v", r.Drift)
+	} else {
+		t.Logf("drift over the A/A run: %+.1f%% per 10 min [%+.1f, %+.1f]", float64(r.Drift.PctPer10Min), float64(r.Drift.CI.Lo), float64(r.Drift.CI.Hi))
+	}
+	page, err := os.ReadFile(filepath.Join(filepath.Dir(matches[0]), "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"A/A noise floor: none_2 vs none", "Drift of the cluster during the run"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
