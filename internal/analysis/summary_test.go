@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/brakebench/brakebench/internal/results"
 )
