@@ -68,7 +68,7 @@ func TestNestedPower(t *testing.T) {
 	for _, tc := range []struct {
 		reps     int
 		minPower float64
-	}{{10, 0.80}, {3, 0}} {
+	}{{10, 0.80}, {5, 0}, {3, 0}} {
 		hits := 0
 		var note string
 		for s := 0; s < sims; s++ {
