@@ -304,6 +304,9 @@ func configureController(ctx context.Context, env *Env, version string, flags []
 		}
 	}
 	revert, err := ctrl.Configure(ctx, version, flags)
+	if revert == nil { // a provider that returned none: nothing to undo here (the journal still has the original)
+		revert = func(context.Context) error { return nil }
+	}
 	if !*registered {
 		env.Reverts.Push("agent-sandbox controller flags", func(ctx context.Context) error {
 			if err := revert(ctx); err != nil {

@@ -66,6 +66,14 @@ func TestExitCodes(t *testing.T) {
 		{"report with a missing baseline", []string{"report", same, "--out", out, "--baseline", filepath.Join(dir, "nope.json")}, ExitBadInput},
 		{"report with a gate comparing ms to a number", []string{"report", same, "--out", out, "--gates", badGates}, ExitBadInput},
 		{"report with --gates and --no-gates", []string{"report", same, "--out", out, "--gates", baseGates, "--no-gates"}, ExitBadInput},
+		{"no command: help", []string{}, 0},
+		{"unknown command", []string{"rnu"}, ExitBadInput},
+		{"unknown subcommand", []string{"lab", "upp"}, ExitBadInput},
+		{"unknown flag", []string{"report", same, "--colour"}, ExitBadInput},
+		{"missing argument", []string{"report"}, ExitBadInput},
+		{"too many arguments", []string{"suites", "a", "b", "c"}, ExitBadInput},
+		{"trend of nothing", []string{"trend", filepath.Join(dir, "nope")}, ExitBadInput},
+		{"trend with a bad window", []string{"trend", dir, "--min-window", "0"}, ExitBadInput},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

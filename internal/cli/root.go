@@ -100,7 +100,41 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&a.g.context, "context", "", "kubeconfig context (required with --cluster kubeconfig)")
 	pf.StringVar(&a.g.out, "out", "", "output directory for results (default out/)")
 	root.AddCommand(a.labCmd(), a.suitesCmd(), a.runCmd(), a.planCmd(), a.configCmd(), a.reportCmd(), a.compareCmd(), a.trendCmd(), a.reproduceCmd(), a.cleanupCmd(), a.exporterCmd())
+	usageErrorsAreBadInput(root)
 	return root
+}
+
+// usageErrorsAreBadInput makes every usage error exit 2, as the README promises: an unknown
+// flag, a wrong number of arguments, and an unknown command, also below a parent command
+// (`brakebench lab typo` printed the help and exited 0).
+func usageErrorsAreBadInput(root *cobra.Command) {
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return badInput(fmt.Errorf("%w (see %s --help)", err, c.CommandPath()))
+	})
+	var fix func(c *cobra.Command)
+	fix = func(c *cobra.Command) {
+		if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+				}
+				return nil
+			}
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+		if orig := c.Args; orig != nil {
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if err := orig(cmd, args); err != nil {
+					return badInput(fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath()))
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			fix(sub)
+		}
+	}
+	fix(root)
 }
 
 // Main runs the CLI and returns the process exit code.

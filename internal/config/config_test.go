@@ -110,6 +110,12 @@ func TestErrors(t *testing.T) {
 		{"bad node label", Loader{Sets: []string{"lab.nodes.labels=gpu"}}, `key "lab.nodes.labels": expected key=value items, got "gpu"`},
 		{"bad lab name", Loader{Sets: []string{"lab.name=My_Lab"}}, `key "lab.name": expected a lower-case DNS label, got My_Lab`},
 		{"unknown suite", Loader{Suite: "nope"}, `no suite named "nope"`},
+		// NaN and Inf are rejected in every float key (a Poisson schedule at rate NaN never ended).
+		{"NaN rate", Loader{Sets: []string{"workload.mode=poisson", "workload.rate=NaN"}}, `key "workload.rate": expected a finite number, got NaN`},
+		{"Inf rate", Loader{Sets: []string{"workload.mode=poisson", "workload.rate=+Inf"}}, `key "workload.rate": expected a finite number, got +Inf`},
+		{"Inf brake rate", Loader{Sets: []string{"brakes.maxRefillRate=inf"}}, `key "brakes.maxRefillRate": expected a finite number, got +Inf`},
+		{"NaN step", Loader{Sets: []string{"workload.mode=steps", "workload.steps=1,NaN"}}, `key "workload.steps": expected a finite number, got NaN`},
+		{"NaN qps", Loader{Sets: []string{"loadgen.qps=nan"}}, `key "loadgen.qps": expected a finite number, got NaN`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"math"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -45,6 +47,9 @@ func oneOf(v string, allowed ...string) bool {
 }
 
 func (r *Resolved) validate() error {
+	if err := r.finiteFloats(); err != nil {
+		return err
+	}
 	c := r.Config
 	checks := []struct {
 		bad  bool
@@ -262,4 +267,52 @@ func (r *Resolved) validateAutoscale() error {
 		}
 	}
 	return nil
+}
+
+// finiteFloats rejects NaN and ±Inf in every float key of c (a Poisson schedule at rate NaN or
+// Inf never ends; a NaN threshold compares false with everything). It walks the struct by its
+// mapstructure tags, so a float key added later is covered without a new check.
+func (r *Resolved) finiteFloats() error {
+	var walk func(v reflect.Value, prefix string) error
+	walk = func(v reflect.Value, prefix string) error {
+		switch v.Kind() {
+		case reflect.Struct:
+			t := v.Type()
+			for i := 0; i < t.NumField(); i++ {
+				f := t.Field(i)
+				if !f.IsExported() {
+					continue
+				}
+				key := strings.Split(f.Tag.Get("mapstructure"), ",")[0]
+				p := prefix
+				if key != "" {
+					if p != "" {
+						p += "."
+					}
+					p += key
+				}
+				if err := walk(v.Field(i), p); err != nil {
+					return err
+				}
+			}
+		case reflect.Float32, reflect.Float64:
+			if x := v.Float(); math.IsNaN(x) || math.IsInf(x, 0) {
+				return r.fail(prefix, "expected a finite number, got %v", x)
+			}
+		case reflect.Slice, reflect.Array:
+			for i := 0; i < v.Len(); i++ {
+				if err := walk(v.Index(i), prefix); err != nil {
+					return err
+				}
+			}
+		case reflect.Map:
+			for _, k := range v.MapKeys() {
+				if err := walk(v.MapIndex(k), prefix+"."+fmt.Sprint(k.Interface())); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(reflect.ValueOf(r.Config), "")
 }

@@ -116,7 +116,7 @@ func (g *guarded) allowed() error {
 
 func (g *guarded) Configure(ctx context.Context, version string, extra []string) (func(context.Context) error, error) {
 	if err := g.allowed(); err != nil {
-		return nil, err
+		return func(context.Context) error { return nil }, err // nothing was changed
 	}
 	return g.c.dep.Configure(ctx, version, extra)
 }
@@ -135,7 +135,7 @@ func (g *guarded) Restore(ctx context.Context, version string, flags []string) e
 
 func (g *guarded) Stop(ctx context.Context) (func(context.Context) error, error) {
 	if err := g.allowed(); err != nil {
-		return nil, err
+		return func(context.Context) error { return nil }, err // nothing was changed
 	}
 	return g.c.dep.Stop(ctx)
 }

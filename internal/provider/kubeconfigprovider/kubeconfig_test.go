@@ -27,8 +27,16 @@ func TestControllerChangesNeedAllowContext(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctrl := c.Controller()
-		_, cerr := ctrl.Configure(context.Background(), "", []string{"--x=1"})
-		_, serr := ctrl.Stop(context.Background())
+		crev, cerr := ctrl.Configure(context.Background(), "", []string{"--x=1"})
+		srev, serr := ctrl.Stop(context.Background())
+		// A failed Configure or Stop still returns a revert the revert stack can call (it used
+		// to return nil, and the stack's call panicked at the end of the run).
+		for _, rev := range []func(context.Context) error{crev, srev} {
+			if rev == nil {
+				t.Fatalf("allowContext %q: a nil revert", tc.allow)
+			}
+			_ = rev(context.Background())
+		}
 		rerr := ctrl.Restore(context.Background(), "", nil)
 		for _, err := range []error{cerr, serr, rerr} {
 			refused := err != nil && strings.Contains(err.Error(), "needs --set cluster.allowContext=prod")

@@ -60,11 +60,15 @@ func (d *Deployment) Current(ctx context.Context) (version string, args []string
 	return imageTag(s.image), s.args, nil
 }
 
+// noRevert is the revert of a change that was never made: every Configure and Stop returns a
+// usable revert, also when it fails (the revert stack calls it either way).
+func noRevert(context.Context) error { return nil }
+
 // Configure sets the image tag (when version != "") and appends extra to the original args.
 func (d *Deployment) Configure(ctx context.Context, version string, extra []string) (func(context.Context) error, error) {
 	dep, err := d.get(ctx)
 	if err != nil {
-		return nil, err
+		return noRevert, err
 	}
 	orig := snapshot(dep)
 	revert := func(ctx context.Context) error { return d.apply(ctx, orig) }
@@ -94,7 +98,7 @@ func (d *Deployment) Restore(ctx context.Context, version string, args []string)
 func (d *Deployment) Stop(ctx context.Context) (func(context.Context) error, error) {
 	dep, err := d.get(ctx)
 	if err != nil {
-		return nil, err
+		return noRevert, err
 	}
 	orig := snapshot(dep)
 	next := orig
