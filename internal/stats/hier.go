@@ -98,16 +98,7 @@ func (m *mixture) drawLevels(p float64, rng *rand.Rand, mult []int, claims bool)
 		u := distuv.Beta{Alpha: float64(k), Beta: float64(total - k + 1), Src: rng}.Rand()
 		target = min(int(u*float64(total)), total-1) + 1 // the target-th smallest (1-based)
 	}
-	i := sort.Search(len(m.values), func(i int) bool {
-		c := 0
-		for r, w := range mult {
-			if w > 0 {
-				c += w * int(m.counts[r][i])
-			}
-		}
-		return c >= target
-	})
-	return m.values[min(i, len(m.values)-1)]
+	return m.kth(mult, target)
 }
 
 // HierDraws returns iters two-level bootstrap replicates of the pooled nearest-rank p-th

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/brakebench/brakebench/internal/results"
 )
 
 // TestAAOnTheLab runs identical cells (none listed twice) three times each: the latency deltas
@@ -18,14 +17,7 @@ func TestAAOnTheLab(t *testing.T) {
 		"--set", "matrix.brakes=none,none", "--set", "matrix.repetitions=3"); err != nil {
 		t.Fatal(err)
 	}
-	matches, _ := filepath.Glob(filepath.Join(out, "warmpool-burst-*", "results.json"))
-	if len(matches) != 1 {
-		t.Fatalf("results: %v", matches)
-	}
-	r, err := results.Read(matches[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, dir := readRun(t, out, "warmpool-burst")
 	for _, key := range []string{"claim.p50_ms", "claim.p99_ms"} {
 		m, ok := r.Find("none_2", key)
 		if !ok || m.Delta == nil {
@@ -41,7 +33,7 @@ func TestAAOnTheLab(t *testing.T) {
 	} else {
 		t.Logf("drift over the A/A run: %+.1f%% per 10 min [%+.1f, %+.1f]", float64(r.Drift.PctPer10Min), float64(r.Drift.CI.Lo), float64(r.Drift.CI.Hi))
 	}
-	page, err := os.ReadFile(filepath.Join(filepath.Dir(matches[0]), "report.html"))
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,14 +34,7 @@ func TestUpgradePreset(t *testing.T) {
 	if !errors.As(err, &exit) || exit.Code != cli.ExitGateFailed {
 		t.Fatalf("want exit %d (a gate failed), got %v", cli.ExitGateFailed, err)
 	}
-	matches, _ := filepath.Glob(filepath.Join(out, "warmpool-burst-*", "results.json"))
-	if len(matches) != 1 {
-		t.Fatalf("results: %v", matches)
-	}
-	r, err := results.Read(matches[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, dir := readRun(t, out, "warmpool-burst")
 	byName := map[string]results.Cell{}
 	for _, c := range r.Cells {
 		byName[c.Name] = c
@@ -84,7 +77,7 @@ func TestUpgradePreset(t *testing.T) {
 	if r.Cluster.Distribution != "kwok-lab" || r.Cluster.RTTms <= 0 {
 		t.Errorf("provider metadata %+v", r.Cluster)
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(matches[0]), "compare.html")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "compare.html")); err != nil {
 		t.Errorf("compare view: %v", err)
 	}
 	if !strings.Contains(stdout, "before you upgrade: v0.5.3 (A) -> v0.5.5 (B)") || !strings.Contains(stdout, "correctness.refill_creates_per_slot") {

@@ -36,6 +36,13 @@ func runSuite(t *testing.T, suite string, sets ...string) *results.Results {
 	if _, err := runCLI(t, args...); err != nil {
 		t.Fatalf("run %s: %v", suite, err)
 	}
+	r, _ := readRun(t, out, suite)
+	return r
+}
+
+// readRun reads the one run of suite written under out, and returns it with its directory.
+func readRun(t *testing.T, out, suite string) (*results.Results, string) {
+	t.Helper()
 	matches, _ := filepath.Glob(filepath.Join(out, suite+"-*", "results.json"))
 	if len(matches) != 1 {
 		t.Fatalf("want one results.json under %s, found %v", out, matches)
@@ -44,7 +51,7 @@ func runSuite(t *testing.T, suite string, sets ...string) *results.Results {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return r, filepath.Dir(matches[0])
 }
 
 func metric(t *testing.T, r *results.Results, cell, key string) float64 {
