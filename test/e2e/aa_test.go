@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
 )
 
 // TestAAOnTheLab runs identical cells (none listed twice) three times each: the latency deltas
