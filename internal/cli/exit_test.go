@@ -75,6 +75,23 @@ func TestExitCodes(t *testing.T) {
 		{"trend of nothing", []string{"trend", filepath.Join(dir, "nope")}, ExitBadInput},
 		{"trend with a bad window", []string{"trend", dir, "--min-window", "0"}, ExitBadInput},
 	}
+	before, _ := os.ReadFile(same)
+	defer func() {
+		// report without --out writes report.html and junit.xml beside its input, and leaves the
+		// input itself as it was.
+		var stdout, stderr bytes.Buffer
+		root := NewRoot(&stdout, &stderr)
+		root.SetArgs([]string{"report", same, "--no-gates", "--baseline", a})
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			t.Errorf("report in place: %v", err)
+		}
+		if after, _ := os.ReadFile(same); !bytes.Equal(before, after) {
+			t.Error("report rewrote the results file it read")
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(same), "report.html")); err != nil {
+			t.Error(err)
+		}
+	}()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

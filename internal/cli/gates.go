@@ -19,6 +19,7 @@ type gateFlags struct {
 	none     bool
 	baseline string
 	base     *results.Results // the baseline run, once loaded
+	input    string           // report: the results file being re-rendered (never rewritten)
 }
 
 // loadBaseline reads --baseline (bad input when it cannot be read or is another suite's run).

@@ -32,6 +32,7 @@ func (a *app) reportCmd() *cobra.Command {
 			if dir == "" {
 				dir = filepath.Dir(args[0])
 			}
+			gf.input = args[0]
 			return a.finish(r, gs, &gf, dir)
 		},
 	}

@@ -314,6 +314,12 @@ func (a *app) execute(ctx context.Context, cluster provider.Cluster, cfg *config
 	return s.Run(ctx, env, plan)
 }
 
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
 // finish evaluates the gates, writes results.json, report.html and junit.xml into dir, prints
 // the table and the verdicts, and turns failures into exit codes (1 run errors, 3 gates).
 func (a *app) finish(res *results.Results, gs []gates.Gate, gf *gateFlags, dir string) error {
@@ -334,9 +340,14 @@ func (a *app) finish(res *results.Results, gs []gates.Gate, gf *gateFlags, dir s
 		}
 		res.Gates = append(res.Gates, baselineVerdict(b, gf.baseline, res))
 	}
-	path, err := results.Write(dir, res)
-	if err != nil {
-		return fmt.Errorf("write results: %w", err)
+	// A re-rendered report never rewrites the results file it read: it writes results.json
+	// (with the re-evaluated gates) only into another directory.
+	path := filepath.Join(dir, "results.json")
+	if gf.input == "" || !sameFile(gf.input, path) {
+		var err error
+		if path, err = results.Write(dir, res); err != nil {
+			return fmt.Errorf("write results: %w", err)
+		}
 	}
 	html, junit, err := reports.WriteAll(dir, res, res.Gates)
 	if err != nil {
