@@ -73,6 +73,8 @@ func TestExitCodes(t *testing.T) {
 		{"missing argument", []string{"report"}, ExitBadInput},
 		{"too many arguments", []string{"suites", "a", "b", "c"}, ExitBadInput},
 		{"trend of nothing", []string{"trend", filepath.Join(dir, "nope")}, ExitBadInput},
+		{"report -f (reads no configuration)", []string{"report", same, "--out", out, "-f", baseGates}, ExitBadInput},
+		{"compare --set", []string{"compare", a, same, "--out", out, "--set", "workload.claims=5"}, ExitBadInput},
 		{"trend with a bad window", []string{"trend", dir, "--min-window", "0"}, ExitBadInput},
 	}
 	before, _ := os.ReadFile(same)

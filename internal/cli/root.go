@@ -100,8 +100,27 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&a.g.context, "context", "", "kubeconfig context (required with --cluster kubeconfig)")
 	pf.StringVar(&a.g.out, "out", "", "output directory for results (default out/)")
 	root.AddCommand(a.labCmd(), a.suitesCmd(), a.runCmd(), a.planCmd(), a.configCmd(), a.reportCmd(), a.compareCmd(), a.trendCmd(), a.reproduceCmd(), a.cleanupCmd(), a.exporterCmd())
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "suites", "report", "compare", "trend":
+			rejectConfigFlags(c)
+		}
+	}
 	usageErrorsAreBadInput(root)
 	return root
+}
+
+// rejectConfigFlags makes a command that reads no configuration refuse the configuration flags
+// (they were silently ignored: `report -f x.yaml` looked as if it did something).
+func rejectConfigFlags(c *cobra.Command) {
+	c.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		for _, f := range []string{"set", "file", "cluster", "kubeconfig", "context"} {
+			if cmd.Flags().Changed(f) {
+				return badInput(fmt.Errorf("%s reads no configuration: --%s has no effect here", cmd.CommandPath(), f))
+			}
+		}
+		return nil
+	}
 }
 
 // usageErrorsAreBadInput makes every usage error exit 2, as the README promises: an unknown
