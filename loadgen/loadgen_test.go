@@ -107,7 +107,7 @@ func TestFire(t *testing.T) {
 }
 
 // At most MaxInFlight creates are in flight at once; the rest wait (as send lag), and every
-// claim is still sent once, in schedule order.
+// claim is still sent once, none before its planned time.
 func TestFireBoundsInFlight(t *testing.T) {
 	var cur, peak atomic.Int32
 	var mu sync.Mutex
@@ -147,8 +147,10 @@ func TestFireBoundsInFlight(t *testing.T) {
 	if p := peak.Load(); p > 3 || p < 2 {
 		t.Errorf("peak in-flight creates %d, want at most 3 (and concurrency at all)", p)
 	}
-	if len(order) != 12 || order[len(order)-1] != "c-00000" {
-		t.Errorf("creates arrived in order %v; want 12 with c-00000 (planned last) last", order)
+	// Claim 0 is planned last: it is never sent before its time (arrival order between workers
+	// is a race, so it is not asserted).
+	if len(order) != 12 || sent[0].Intent.Sub(sent[0].Planned) < 0 {
+		t.Errorf("creates %v; claim 0 planned %s sent %s", order, sent[0].Planned, sent[0].Intent)
 	}
 	// The last claims waited for a free worker: their send lag shows it.
 	if lag := sent[11].Intent.Sub(sent[11].Planned); lag < 40*time.Millisecond {
@@ -165,7 +167,9 @@ func TestFireCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.Namespace, g.Pool, g.Prefix = "ns", "p", "c-"
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	// Long enough for the two claims due now to be sent on a loaded machine (the race detector,
+	// a busy CI host); the others are an hour out.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	sent := g.Fire(ctx, time.Now(), Schedule{0, 0, time.Hour, time.Hour})
 	if sent[0].Err != "" || sent[1].Err != "" {
