@@ -106,8 +106,8 @@ func Table(w io.Writer, r *results.Results) {
 	}
 	_ = tw.Flush()
 	if d := r.Drift; d != nil {
-		fmt.Fprintf(w, "drift: %+.1f%% per 10 min [%+.1f, %+.1f] (%s, %d repetitions over %.0f min)\n",
-			float64(d.PctPer10Min), float64(d.CI.Lo), float64(d.CI.Hi), d.Metric, d.Repetitions, d.Minutes)
+		fmt.Fprintf(w, "drift: %+.1f%% [%+.1f, %+.1f] over the run's %.1f min (%s, %d repetitions)\n",
+			float64(d.PctOverRun), float64(d.CI.Lo), float64(d.CI.Hi), d.Minutes, d.Metric, d.Repetitions)
 	}
 	for _, c := range r.Cells {
 		if c.Stats.BrakeEvidence != "" {

@@ -630,11 +630,14 @@ func Drift(cells []results.Cell) *results.Drift {
 	df := float64(len(xs) - 2)
 	se := math.Sqrt(rss / df / sxx)
 	tq := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(0.975)
-	pct := func(b float64) float64 { return (math.Exp(10*b) - 1) * 100 }
 	lo, hi := xs[0], xs[0]
 	for _, x := range xs {
 		lo, hi = math.Min(lo, x), math.Max(hi, x)
 	}
-	return &results.Drift{Metric: "claim p50 relative to its cell", Repetitions: len(xs), Minutes: hi - lo,
-		PctPer10Min: stats.Num(pct(slope)), CI: stats.CI{Lo: stats.Num(pct(slope - tq*se)), Hi: stats.Num(pct(slope + tq*se))}}
+	// Over the run's own span: a rate extrapolated to a fixed period makes a short run's interval
+	// explode (a 1-minute run read as "-100% to +1.5e8% per 10 minutes").
+	span := hi - lo
+	pct := func(b float64) float64 { return (math.Exp(span*b) - 1) * 100 }
+	return &results.Drift{Metric: "claim p50 relative to its cell", Repetitions: len(xs), Minutes: span,
+		PctOverRun: stats.Num(pct(slope)), CI: stats.CI{Lo: stats.Num(pct(slope - tq*se)), Hi: stats.Num(pct(slope + tq*se))}}
 }

@@ -83,7 +83,7 @@ func TestAAPairs(t *testing.T) {
 }
 
 // Drift: cells whose every repetition is 5% slower per 10 minutes than the last, whatever the
-// cell's own level, read as about +5% per 10 minutes; without drift the CI holds 0.
+// cell's own level, read as about that over the run's 16.5 minutes; without drift the CI holds 0.
 func TestDrift(t *testing.T) {
 	mk := func(perTen float64) []results.Cell {
 		t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -103,7 +103,8 @@ func TestDrift(t *testing.T) {
 		return cells
 	}
 	d := Drift(mk(5))
-	if d == nil || math.Abs(float64(d.PctPer10Min)-5) > 1.5 || d.Repetitions != 12 || float64(d.CI.Lo) > 5 || float64(d.CI.Hi) < 5 {
+	want := (math.Pow(1.05, 16.5/10) - 1) * 100 // 12 repetitions 1.5 min apart: 16.5 min
+	if d == nil || math.Abs(float64(d.PctOverRun)-want) > 2.5 || d.Minutes != 16.5 || d.Repetitions != 12 || float64(d.CI.Lo) > want || float64(d.CI.Hi) < want {
 		t.Errorf("5%% drift read as %+v", d)
 	}
 	if d := Drift(mk(0)); d == nil || float64(d.CI.Lo) > 0 || float64(d.CI.Hi) < 0 {

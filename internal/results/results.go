@@ -47,12 +47,12 @@ type Results struct {
 
 // Drift is the trend of a run's repetitions against the time they ran: each repetition's median
 // claim latency relative to its own cell's (geometric) mean, regressed on minutes since the first
-// cell, as percent per 10 minutes with a 95% CI.
+// cell, as the change over the run's span (Minutes) in percent, with a 95% CI.
 type Drift struct {
 	Metric      string    `json:"metric"`
 	Repetitions int       `json:"repetitions"`
 	Minutes     float64   `json:"minutes"` // between the first and the last repetition used
-	PctPer10Min stats.Num `json:"pctPer10Min"`
+	PctOverRun  stats.Num `json:"pctOverRun"`
 	CI          stats.CI  `json:"ci"`
 }
 

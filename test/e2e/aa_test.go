@@ -30,7 +30,7 @@ func TestAAOnTheLab(t *testing.T) {
 	if r.Drift == nil || r.Drift.Repetitions != 6 {
 		t.Errorf("drift: %+v", r.Drift)
 	} else {
-		t.Logf("drift over the A/A run: %+.1f%% per 10 min [%+.1f, %+.1f]", float64(r.Drift.PctPer10Min), float64(r.Drift.CI.Lo), float64(r.Drift.CI.Hi))
+		t.Logf("drift over the A/A run: %+.1f%% [%+.1f, %+.1f] over %.1f min", float64(r.Drift.PctOverRun), float64(r.Drift.CI.Lo), float64(r.Drift.CI.Hi), r.Drift.Minutes)
 	}
 	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
 	if err != nil {
