@@ -4,7 +4,7 @@
 //
 //	gates:
 //	- name: capped refill holds the cap
-//	  expr: cell(max-refill-rate).ceiling.refill_create_5s <= 1.25 * brake.max_refill_rate
+//	  expr: cell(max-refill-rate).ceiling.refill_create_5s <= 1.4 * brake.max_refill_rate
 //	- expr: all.claims.failed == 0
 //	- expr: cell(both).claim.p99 <= cell(none).claim.p99 * 1.10
 //
