@@ -140,8 +140,8 @@ func (e errPoints) YError(i int) (float64, float64) { return e[i].lo, e[i].hi }
 // runTicks labels runs 1..n (at most ~12 labels).
 type runTicks struct{ n int }
 
-func (r runTicks) Ticks(min, max float64) []plot.Tick {
-	step := max0(1, (r.n+11)/12)
+func (r runTicks) Ticks(_, _ float64) []plot.Tick {
+	step := max(1, (r.n+11)/12)
 	var out []plot.Tick
 	for i := 0; i < r.n; i++ {
 		label := ""
@@ -151,13 +151,6 @@ func (r runTicks) Ticks(min, max float64) []plot.Tick {
 		out = append(out, plot.Tick{Value: float64(i), Label: label})
 	}
 	return out
-}
-
-func max0(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // TrendText writes the terminal summary of a trend.
