@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/results"
 )
 
@@ -186,25 +187,24 @@ func rateChart(c *results.Cell) (string, error) {
 		p.Legend.Add(ln.name, l)
 		maxT = math.Max(maxT, float64(len(ln.data)))
 	}
-	if r := c.Brake.MaxRefillRate; r > 0 {
-		l, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: r}, {X: maxT, Y: r}})
-		l.LineStyle = draw.LineStyle{Color: palette[6], Width: vg.Points(1), Dashes: []vg.Length{vg.Points(1), vg.Points(2)}}
-		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("brake: max-refill-rate %g/s", r), l)
-	}
-	if c.Brake.ReplenishDelay != "" {
-		if d, err := parseSeconds(c.Brake.ReplenishDelay); err == nil {
-			top := 1.0
-			for _, ln := range lines {
-				for _, v := range ln.data {
-					top = math.Max(top, v)
-				}
-			}
-			l, _ := plotter.NewLine(plotter.XYs{{X: d, Y: 0}, {X: d, Y: top}})
-			l.LineStyle = draw.LineStyle{Color: palette[6], Width: vg.Points(1), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}
-			p.Add(l)
-			p.Legend.Add(fmt.Sprintf("brake: replenish-delay %s", c.Brake.ReplenishDelay), l)
+	top := 1.0
+	for _, ln := range lines {
+		for _, v := range ln.data {
+			top = math.Max(top, v)
 		}
+	}
+	for i, m := range brakes.Marks(c.Brake) {
+		xy := plotter.XYs{{X: 0, Y: m.Value}, {X: maxT, Y: m.Value}}
+		if m.Axis == "x" {
+			xy = plotter.XYs{{X: m.Value, Y: 0}, {X: m.Value, Y: top}}
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return "", err
+		}
+		l.LineStyle = draw.LineStyle{Color: palette[6], Width: vg.Points(1), Dashes: []vg.Length{vg.Points(float64(1 + 3*(i%2))), vg.Points(2)}}
+		p.Add(l)
+		p.Legend.Add(m.Label, l)
 	}
 	return svg(p, 16*vg.Centimeter, 8*vg.Centimeter)
 }

@@ -3,15 +3,11 @@ package suites
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -79,58 +75,6 @@ func armAPF(ctx context.Context, env *Env, ns string, idx int, labels map[string
 	}
 	log.add("apf-throttle", "armed", fmt.Sprintf("priority level %s (%d shares, %d queue(s) of %d) for %s/%s", f.ObjectName, a.Shares, a.Queues, a.QueueLength, f.Namespace, f.ServiceAccount))
 	return f.ObjectName, nil
-}
-
-// insulationOverlay is agent-sandbox's opt-in APF overlay, inside its module (v0.5.4 and later).
-const insulationOverlay = "examples/apf-insulation/apf-insulation.yaml"
-
-// applyInsulation installs the controller version's APF insulation overlay for one cell. Objects
-// of the same names that brakebench did not create (an operator installed the overlay) are left
-// alone and the cell fails instead.
-func applyInsulation(ctx context.Context, env *Env, version string, labels map[string]string, log *faultLog, reverts *faults.Stack) error {
-	if env.Source == nil {
-		return fmt.Errorf("no source for the controller's manifests")
-	}
-	dir, err := env.Source(ctx, version)
-	if err != nil {
-		return err
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, insulationOverlay))
-	if err != nil {
-		return err
-	}
-	objs, err := kube.DecodeYAML(raw)
-	if err != nil {
-		return err
-	}
-	c := env.Clients
-	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return err
-		}
-		existing, err := c.Dynamic.Resource(m.Resource).Get(ctx, o.GetName(), metav1.GetOptions{})
-		if err == nil && existing.GetLabels()[kube.ManagedByKey] != kube.ManagedByValue {
-			return fmt.Errorf("%s %s already exists and is not brakebench's: the overlay is installed; not touching it", gvk.Kind, o.GetName())
-		}
-		if err := env.Journal.Record(faults.Entry{Op: faults.OpCreated, APIVersion: o.GetAPIVersion(), Kind: gvk.Kind, Resource: m.Resource.Resource, Name: o.GetName()}); err != nil {
-			return err
-		}
-		gvr, name := m.Resource, o.GetName()
-		reverts.Push("apf insulation "+name, func(ctx context.Context) error {
-			err := c.Dynamic.Resource(gvr).Delete(ctx, name, metav1.DeleteOptions{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return err
-		})
-	}
-	if err := c.Apply(ctx, objs, labels); err != nil {
-		return err
-	}
-	log.add("apf-insulation", "armed", fmt.Sprintf("%d objects from agent-sandbox %s %s", len(objs), version, insulationOverlay))
-	return nil
 }
 
 // armControlPlane restarts the scheduler or the apiserver with the cell's limits (before the burst).

@@ -1,9 +1,11 @@
 package suites
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/brakebench/brakebench/internal/config"
@@ -29,7 +31,7 @@ func TestPlanAxes(t *testing.T) {
 		if c.NotApplicable != "" {
 			na = append(na, c.ID)
 		}
-		if c.Name == "max-refill-rate@v0.5.5/gpu" && (c.Fault != "gpu" || c.Version != "v0.5.5" || c.Brake.MaxRefillRate != 10) {
+		if c.Name == "max-refill-rate@v0.5.5/gpu" && (c.Fault != "gpu" || c.Version != "v0.5.5" || c.Brake.Settings["max-refill-rate"] != "10") {
 			t.Errorf("cell %+v", c)
 		}
 	}
@@ -96,5 +98,56 @@ func TestPlanAA(t *testing.T) {
 	}
 	if flags["none"] != flags["none_2"] || flags["max-refill-rate"] != flags["max-refill-rate_2"] || flags["none"] == flags["max-refill-rate"] {
 		t.Errorf("copies must be identical: %v", flags)
+	}
+}
+
+// matrix.brakes is checked by the brake registry when a suite plans: bad items are config errors
+// (exit 2) naming the key, before a cluster is touched.
+func TestPlanBrakeErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		suite Suite
+		sets  []string
+		want  string
+	}{
+		{"unknown brake", WarmpoolBurst(), []string{"matrix.brakes=none,turbo"}, `key "matrix.brakes": expected items from none, apf-insulation, `},
+		{"brake without value", WarmpoolBurst(), []string{"matrix.brakes=max-refill-rate", "brakes.maxRefillRate=0"}, `key "brakes.maxRefillRate": expected a positive rate in sandboxes/s because matrix.brakes has "max-refill-rate"`},
+		{"combination part without value", WarmpoolBurst(), []string{"matrix.brakes=replenish-delay+max-refill-rate", "brakes.replenishDelay=0s"}, `key "brakes.replenishDelay": expected a positive duration because matrix.brakes has "replenish-delay+max-refill-rate"`},
+		{"brake twice in a combination", WarmpoolBurst(), []string{"matrix.brakes=max-refill-rate+max-refill-rate"}, `names max-refill-rate twice`},
+		{"gang arm in a warm-pool suite", WarmpoolBurst(), []string{"matrix.brakes=gate-on"}, `got "gate-on"`},
+		{"object brake under the autoscaler", PoolAutoscaling(), []string{"matrix.brakes=apf-insulation"}, `got "apf-insulation"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Loader{Suite: tc.suite.Name(), Sets: tc.sets}.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tc.suite.Plan(cfg, PlanContext{})
+			var ce *config.Error
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want a config error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A combination is one cell with every part's flags; "both" is a name for the refill pair.
+func TestPlanBrakeCombinations(t *testing.T) {
+	cfg, err := config.Loader{Sets: []string{"matrix.brakes=both,max-refill-rate+replenish-delay", "matrix.seed=3", "brakes.maxRefillRate=4", "brakes.replenishDelay=7s"}}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := WarmpoolBurst().Plan(cfg, PlanContext{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := map[string]string{}
+	for _, c := range p.Cells {
+		flags[c.Name] = fmt.Sprint(c.Flags, c.Brake.Settings)
+	}
+	want := "[--sandbox-warm-pool-max-refill-rate=4 --sandbox-warm-pool-replenish-delay=7s] map[max-refill-rate:4 replenish-delay:7s]"
+	if flags["both"] != want || flags["max-refill-rate+replenish-delay"] != want {
+		t.Fatalf("cells %v, want both = %s", flags, want)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/analysis"
+	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/demand"
 	"github.com/brakebench/brakebench/internal/kube"
@@ -40,7 +41,7 @@ func (poolAutoscaling) Name() string { return "pool-autoscaling" }
 func (poolAutoscaling) Description() string {
 	return "KEDA drives a SandboxWarmPool with claim demand (metrics-api trigger on a demand exporter) against a no-autoscaler control: decision vs capacity over time, step latency, overshoot, API writes"
 }
-func (poolAutoscaling) Brakes() []string { return config.BrakeCells[:4] }
+func (poolAutoscaling) Brakes() []string { return brakes.Items(brakes.FlagsOnly) }
 func (poolAutoscaling) Faults() []string { return nil }
 
 const scaledObjectName = "pool-demand"
@@ -54,10 +55,13 @@ func (poolAutoscaling) Plan(cfg *config.Resolved, _ PlanContext) (*Plan, error) 
 	}
 	p := &Plan{Suite: "pool-autoscaling", Seed: seed, Primary: "arm"}
 	for _, b := range cfg.Matrix.Brakes {
-		if b == "apf-insulation" {
-			return nil, &config.Error{Source: cfg.Source("matrix.brakes"), Key: "matrix.brakes", Msg: "pool-autoscaling runs the refill brakes (none, replenish-delay, max-refill-rate, both) under the autoscaler, not apf-insulation"}
+		// The autoscaler runs under controller-flag brakes only (the refill brakes), not under
+		// brakes that bring cluster objects of their own.
+		combo, err := brakes.Resolve(cfg, b, brakes.FlagsOnly)
+		if err != nil {
+			return nil, err
 		}
-		flags, br := brakeFlags(b, cfg.Brakes)
+		flags, br := combo.Flags(), combo.Result()
 		flags = append(flags, cfg.Controller.Args...)
 		for _, prof := range a.Profiles {
 			for _, arm := range a.Arms {

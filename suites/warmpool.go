@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/analysis"
+	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/results"
@@ -41,7 +41,7 @@ func WarmpoolSustained() Suite {
 
 func (w *warmPool) Name() string        { return w.name }
 func (w *warmPool) Description() string { return w.desc }
-func (w *warmPool) Brakes() []string    { return config.BrakeCells }
+func (w *warmPool) Brakes() []string    { return brakes.Items(nil) }
 func (w *warmPool) Faults() []string    { return w.faults }
 
 // APFThrottle is the burst with the controller squeezed into a tiny APF priority level.
@@ -54,22 +54,6 @@ func APFThrottle() Suite {
 func GPUFaults() Suite {
 	return &warmPool{name: "gpu-faults", faults: []string{"gpu"},
 		desc: "DCGM-style GPU faults on warm-pool nodes during the burst: node condition, taint eviction, lost warm sandboxes, refill, repair-safety invariants"}
-}
-
-// brakeFlags are the controller flags of a brake cell.
-func brakeFlags(cell string, b config.Brakes) ([]string, results.Brake) {
-	var flags []string
-	var br results.Brake
-	if cell == "replenish-delay" || cell == "both" {
-		flags = append(flags, "--sandbox-warm-pool-replenish-delay="+b.ReplenishDelay.String())
-		br.ReplenishDelay = b.ReplenishDelay.String()
-	}
-	if cell == "max-refill-rate" || cell == "both" {
-		flags = append(flags, "--sandbox-warm-pool-max-refill-rate="+strconv.FormatFloat(b.MaxRefillRate, 'f', -1, 64))
-		br.MaxRefillRate = b.MaxRefillRate
-	}
-	br.APFInsulation = cell == "apf-insulation"
-	return flags, br
 }
 
 // Plan expands versions x brakes x controller-arg sets x repetitions and shuffles the order with
@@ -112,7 +96,11 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 	copies := map[axis]int{}
 	for _, ax := range axes {
 		v, b, set, fault := ax.v, ax.b, ax.set, ax.fault
-		flags, br := brakeFlags(b, cfg.Brakes)
+		combo, err := brakes.Resolve(cfg, b, nil)
+		if err != nil {
+			return nil, err
+		}
+		flags, br := combo.Flags(), combo.Result()
 		name := b
 		// A/A: the k-th copy of an identical cell is named b_k.
 		if copies[ax]++; copies[ax] > 1 {
@@ -127,27 +115,9 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 		if fault != "none" {
 			name += "/" + fault
 		}
-		na := ""
-		if pc.Supports != nil {
-			for _, f := range flags {
-				flag := strings.TrimPrefix(strings.SplitN(f, "=", 2)[0], "--")
-				ok, err := pc.Supports(v, flag)
-				if err != nil {
-					return nil, err
-				}
-				if !ok {
-					na = fmt.Sprintf("agent-sandbox %s has no --%s", versionName(v), flag)
-				}
-			}
-		}
-		if br.APFInsulation && pc.Source != nil {
-			dir, err := pc.Source(v)
-			if err != nil {
-				return nil, err
-			}
-			if _, err := os.Stat(filepath.Join(dir, insulationOverlay)); err != nil {
-				na = fmt.Sprintf("agent-sandbox %s has no %s", versionName(v), insulationOverlay)
-			}
+		na, err := combo.NotApplicable(v, pc.Supports, pc.Source)
+		if err != nil {
+			return nil, err
 		}
 		if (fault == "scheduler-qps" || fault == "apiserver-inflight") && cfg.Cluster.Provider != "lab" {
 			na = fault + " restarts a control-plane component with other flags, which only the lab can do"

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
@@ -26,15 +27,9 @@ type cellInput struct {
 	// fillMetrics are the API server's counter deltas from before the pool was created to the
 	// burst (the fill, and the restart with the cell's flags).
 	fillMetrics map[string]results.Scrape
+	// passes are the controller's create passes after T0 (nil: its log cannot be read).
+	passes []int
 }
-
-// RateTolerance is how far a refill create ceiling over 5 s may exceed max-refill-rate R and
-// still count as held: the token bucket starts full with capacity max(1, R), so 5 s may legally
-// hold R + 5R creates (1.2 R/s); and a sandbox's creationTimestamp is when the API server received
-// the create, up to a round trip after the controller's limiter granted it (hundreds of ms on a
-// loaded lab), so one second's grants (R) can land in the next 1 s bin: (6R + R) / 5 = 1.4 R/s.
-// (1.25 failed a clean-clone CI run at R = 3 with 19 creates in a 5 s window, 3.8/s.)
-const RateTolerance = 1.4
 
 func rel(t, t0 time.Time) *float64 {
 	if t.IsZero() {
@@ -163,6 +158,7 @@ func assemble(in cellInput) results.Cell {
 
 	correctness(&c, in)
 	controllerStats(st, in.metrics)
+	c.Stats.CreatePasses = in.passes
 	brakeEvidence(&c)
 	return c
 }
@@ -288,32 +284,8 @@ func controllerStats(st *results.CellStats, m map[string]results.Scrape) {
 	}
 }
 
-// brakeEvidence states whether the cell's brake visibly shaped the refill (a brake that never
-// engages measures nothing): the rate cap must hold the refill create ceiling near R while more
-// than one bucket's worth was refilled; the delay must defer the first refill create by ~D.
+// brakeEvidence states whether the cell's brakes visibly shaped it (a brake that never engages
+// measures nothing); each brake type judges itself (internal/brakes).
 func brakeEvidence(c *results.Cell) {
-	st := &c.Stats
-	var ok = true
-	var ev []string
-	if r := c.Brake.MaxRefillRate; r > 0 {
-		refilled := 0.0
-		for _, v := range c.Timeline.RefillCreates {
-			refilled += v
-		}
-		held := st.Ceilings.RefillCreate5s <= RateTolerance*r
-		engaged := held && refilled > math.Max(1, r)
-		ok = ok && engaged
-		ev = append(ev, fmt.Sprintf("refill creates held at %.1f/s over 5 s (cap %.4g/s, tolerance x%.2f) across %d refill creates", st.Ceilings.RefillCreate5s, r, RateTolerance, int(refilled)))
-	}
-	if c.Brake.ReplenishDelay != "" {
-		d, _ := time.ParseDuration(c.Brake.ReplenishDelay)
-		engaged := st.RefillStartSeconds != nil && *st.RefillStartSeconds >= 0.9*d.Seconds()
-		ok = ok && engaged
-		ev = append(ev, fmt.Sprintf("first refill create seen %s after the burst (delay %s)", fmtSecs(st.RefillStartSeconds), d))
-	}
-	if len(ev) == 0 {
-		return
-	}
-	st.BrakeEngaged = &ok
-	st.BrakeEvidence = fmt.Sprint(ev)
+	c.Stats.BrakeEngaged, c.Stats.BrakeEvidence = brakes.Evidence(c)
 }

@@ -11,11 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
+	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 	"github.com/brakebench/brakebench/loadgen"
 )
 
@@ -111,15 +113,15 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		}
 	}
 
-	if pc.Brake.APFInsulation {
-		version := pc.Version
-		if version == "" {
-			version = env.Versions["agent-sandbox"]
-		}
-		if err := applyInsulation(ctx, env, version, labels, log, &cellReverts); err != nil {
-			cell.Error = "apf-insulation: " + err.Error()
-			return cell
-		}
+	// Brakes that act on the cluster (not through controller flags) act now, full pool, before the burst.
+	version := pc.Version
+	if version == "" {
+		version = env.Versions["agent-sandbox"]
+	}
+	if err := brakes.FromResult(pc.Brake).Apply(ctx, &brakes.Cell{Clients: c, Version: version, Source: env.Source, Labels: labels,
+		Journal: env.Journal, Reverts: &cellReverts, Log: log.add}); err != nil {
+		cell.Error = "apply brake " + err.Error()
+		return cell
 	}
 	phase("brakes", restart)
 	apfLevel := ""
@@ -216,9 +218,13 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	after := scrapeAll(ctx, env, targets)
 
 	snap := rec.Snapshot()
+	passes, err := createPasses(ctx, env.Cluster, ns, t0)
+	if err != nil {
+		env.Progress.Printf("    could not read the controller's create passes: %v", err)
+	}
 	cell = assemble(cellInput{
 		cell: cell, snap: snap, sent: fired, t0: t0, end: end, pool: PoolName, poolSize: wl.Pool,
-		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after), fillMetrics: deltas(fillScrape, before),
+		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after), fillMetrics: deltas(fillScrape, before), passes: passes,
 	})
 	switch {
 	case gpu != nil:
@@ -238,6 +244,25 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		cell.Error = "interrupted"
 	}
 	return cell
+}
+
+// createPasses are the controller's create passes for the pool in ns since t0, from its log
+// (nil, nil when the cluster cannot show the log).
+func createPasses(ctx context.Context, cl provider.Cluster, ns string, t0 time.Time) ([]int, error) {
+	logs, ok := cl.(provider.ControllerLogs)
+	if !ok {
+		return nil, nil
+	}
+	r, err := logs.ControllerLog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = r.Close() }()
+	passes, err := agentsandbox.CreatePasses(r, ns, t0)
+	if passes == nil && err == nil {
+		passes = []int{} // read, and no pass: the pool never refilled
+	}
+	return passes, err
 }
 
 func sameFlags(a, b []string) bool {

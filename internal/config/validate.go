@@ -11,22 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// BrakeCells are the brake settings a warm-pool suite knows.
-var BrakeCells = []string{"none", "replenish-delay", "max-refill-rate", "both", "apf-insulation"}
-
 // GateCells are the gang-quota suite's brake settings: Kueue's LWSImmutableGroupSize on or off.
+// (The warm-pool suites' brakes are internal/brakes types; their planner checks matrix.brakes.)
 var GateCells = []string{"gate-on", "gate-off"}
-
-// BrakeCellsFor is the brake cells a suite knows.
-func BrakeCellsFor(suite string) []string {
-	switch suite {
-	case "gang-quota":
-		return GateCells
-	case "pool-autoscaling":
-		return BrakeCells[:4] // the refill brakes, under the autoscaler
-	}
-	return BrakeCells
-}
 
 // FaultCells are the fault settings a warm-pool suite knows.
 var FaultCells = []string{"none", "apf-throttle", "gpu", "scheduler-qps", "apiserver-inflight"}
@@ -84,7 +71,7 @@ func (r *Resolved) validate() error {
 		{c.Loadgen.MaxInFlight < 1 || c.Loadgen.MaxInFlight > 100000, "loadgen.maxInFlight", "1 to 100000", c.Loadgen.MaxInFlight},
 		{!oneOf(c.Loadgen.Identity, "exempt", "serviceaccount"), "loadgen.identity", "exempt or serviceaccount", c.Loadgen.Identity},
 		{c.Matrix.Repetitions < 1, "matrix.repetitions", "at least 1", c.Matrix.Repetitions},
-		{len(c.Matrix.Brakes) == 0, "matrix.brakes", "a non-empty list of " + strings.Join(BrakeCellsFor(r.Suite), ", "), "[]"},
+		{len(c.Matrix.Brakes) == 0, "matrix.brakes", "a non-empty list of brake cells (see `brakebench suites`)", "[]"},
 		{c.Brakes.ReplenishDelay < 0, "brakes.replenishDelay", "a duration of 0 or more", c.Brakes.ReplenishDelay},
 		{c.Brakes.MaxRefillRate < 0, "brakes.maxRefillRate", "0 or a positive rate in sandboxes/s", c.Brakes.MaxRefillRate},
 		{c.Out == "", "out", "an output directory", `""`},
@@ -160,16 +147,11 @@ func (r *Resolved) validate() error {
 	}
 	// A brake listed more than once is an A/A comparison: identical cells, which measure the noise
 	// floor (the planner names the copies NAME_2, NAME_3, ...).
-	cells := BrakeCellsFor(r.Suite)
-	for _, b := range c.Matrix.Brakes {
-		if !oneOf(b, cells...) {
-			return r.fail("matrix.brakes", "expected items from %s, got %q", strings.Join(cells, ", "), b)
-		}
-		if (b == "replenish-delay" || b == "both") && c.Brakes.ReplenishDelay <= 0 {
-			return r.fail("brakes.replenishDelay", "expected a positive duration because matrix.brakes has %q", b)
-		}
-		if (b == "max-refill-rate" || b == "both") && c.Brakes.MaxRefillRate <= 0 {
-			return r.fail("brakes.maxRefillRate", "expected a positive rate because matrix.brakes has %q", b)
+	if r.Suite == "gang-quota" {
+		for _, b := range c.Matrix.Brakes {
+			if !oneOf(b, GateCells...) {
+				return r.fail("matrix.brakes", "expected items from %s, got %q", strings.Join(GateCells, ", "), b)
+			}
 		}
 	}
 	return nil

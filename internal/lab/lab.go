@@ -396,7 +396,7 @@ func (l *Lab) StartController(ctx context.Context, s *State, version string, ext
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", hport),
 	}
 	args = append(args, extra...)
-	p, _, err := startProc("agent-sandbox-controller", bin, args, nil, filepath.Join(l.dir, "logs", "agent-sandbox-controller.log"))
+	p, _, err := startProc("agent-sandbox-controller", bin, args, nil, l.ControllerLogPath())
 	if err != nil {
 		return nil, err
 	}
@@ -526,4 +526,9 @@ func tail(b []byte, n int) string {
 func tailFile(path string, n int) string {
 	b, _ := os.ReadFile(path)
 	return tail(b, n)
+}
+
+// ControllerLogPath is the agent-sandbox controller's log file (appended across restarts).
+func (l *Lab) ControllerLogPath() string {
+	return filepath.Join(l.dir, "logs", "agent-sandbox-controller.log")
 }

@@ -6,6 +6,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"k8s.io/client-go/rest"
 
@@ -119,4 +120,12 @@ type KEDACluster interface {
 	// restore puts it back (also what `brakebench cleanup` calls after a crash).
 	KEDA(ctx context.Context, hpaSyncPeriod string, journal func(original []byte) error) (k KEDA, restore func(context.Context) error, err error)
 	RestoreKEDA(ctx context.Context, original []byte) error
+}
+
+// ControllerLogs is a cluster whose agent-sandbox controller log brakebench can read (the lab:
+// the process's log file). Suites use it for what the controller states and nothing outside
+// shows, such as how many sandboxes one reconcile pass created.
+type ControllerLogs interface {
+	// ControllerLog is the controller's log (JSON lines) from its start or earlier.
+	ControllerLog(ctx context.Context) (io.ReadCloser, error)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/brakebench/brakebench/internal/gates"
@@ -270,11 +271,35 @@ type Controller struct {
 
 // Brake is the brake setting of a cell.
 type Brake struct {
+	// Settings are the brakes the cell combines (internal/brakes names) and each one's value as
+	// the controller got it ("20s", "10", the overlay path). Empty: no brake.
+	Settings map[string]string `json:"settings,omitempty"`
+	// The fields below are how results.json files before brake settings recorded the three
+	// first brakes; Read moves them into Settings (Normalized).
 	ReplenishDelay string  `json:"replenishDelay,omitempty"`
 	MaxRefillRate  float64 `json:"maxRefillRate,omitempty"`
-	// APFInsulation: agent-sandbox's opt-in APF overlay (critical and bulk priority levels for the
-	// controller's traffic) is installed for the cell.
-	APFInsulation bool `json:"apfInsulation,omitempty"`
+	APFInsulation  bool    `json:"apfInsulation,omitempty"`
+}
+
+// Normalized is b with the older fields moved into Settings.
+func (b Brake) Normalized() Brake {
+	if b.ReplenishDelay == "" && b.MaxRefillRate == 0 && !b.APFInsulation {
+		return b
+	}
+	out := Brake{Settings: map[string]string{}}
+	for k, v := range b.Settings {
+		out.Settings[k] = v
+	}
+	if b.ReplenishDelay != "" {
+		out.Settings["replenish-delay"] = b.ReplenishDelay
+	}
+	if b.MaxRefillRate != 0 {
+		out.Settings["max-refill-rate"] = strconv.FormatFloat(b.MaxRefillRate, 'f', -1, 64)
+	}
+	if b.APFInsulation {
+		out.Settings["apf-insulation"] = "examples/apf-insulation/apf-insulation.yaml"
+	}
+	return out
 }
 
 // Fill is the initial pool fill before the burst.
@@ -344,8 +369,12 @@ type CellStats struct {
 	APFWaitP99Seconds   map[string]float64 `json:"apfWaitP99Seconds,omitempty"` // by priority level
 	Correctness         Correctness        `json:"correctness"`
 	Fault               *FaultStats        `json:"fault,omitempty"`
-	BrakeEngaged        *bool              `json:"brakeEngaged,omitempty"`
-	BrakeEvidence       string             `json:"brakeEvidence,omitempty"`
+	// CreatePasses are the pool's create passes after T0 as the controller logged them (the
+	// sandboxes each reconcile pass created, in order); nil when the controller's log cannot be
+	// read on this cluster.
+	CreatePasses  []int  `json:"createPasses,omitempty"`
+	BrakeEngaged  *bool  `json:"brakeEngaged,omitempty"`
+	BrakeEvidence string `json:"brakeEvidence,omitempty"`
 }
 
 // FaultEvent is one entry of a cell's fault timeline (seconds from T0).
@@ -475,6 +504,9 @@ func Read(path string) (*Results, error) {
 	}
 	if r.Schema != SchemaVersion {
 		return nil, fmt.Errorf("%s: schema %q, this brakebench reads %q", path, r.Schema, SchemaVersion)
+	}
+	for i := range r.Cells {
+		r.Cells[i].Brake = r.Cells[i].Brake.Normalized()
 	}
 	return &r, nil
 }

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package e2e holds the end-to-end tests on the embedded lab. One lab serves the whole test
 // binary (TestMain brings it up once and takes it down at the end, then fails the binary if any
 // process or state of it is left); run this package alone (-p 1): two labs on 2 cores distort

@@ -4,6 +4,8 @@ package labprovider
 
 import (
 	"context"
+	"io"
+	"os"
 
 	"k8s.io/client-go/rest"
 
@@ -166,4 +168,9 @@ func (k *controller) Stop(ctx context.Context) (func(context.Context) error, err
 		return err
 	}
 	return revert, k.c.lab.StopController(k.c.state)
+}
+
+// ControllerLog implements provider.ControllerLogs: the controller process's log file.
+func (c *Cluster) ControllerLog(context.Context) (io.ReadCloser, error) {
+	return os.Open(c.lab.ControllerLogPath())
 }

@@ -1,0 +1,50 @@
+package brakes
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/brakebench/brakebench/internal/config"
+	"github.com/brakebench/brakebench/internal/results"
+)
+
+// replenishDelay is agent-sandbox's refill hold: after members leave the pool (a burst adopts
+// them) replacement creates wait D (v0.5.5 and later).
+type replenishDelay struct{}
+
+func init() { register(replenishDelay{}) }
+
+func (replenishDelay) Name() string { return "replenish-delay" }
+
+func (replenishDelay) Setting(b config.Brakes) (string, string, error) {
+	if b.ReplenishDelay <= 0 {
+		return "", "brakes.replenishDelay", fmt.Errorf("expected a positive duration")
+	}
+	return b.ReplenishDelay.String(), "brakes.replenishDelay", nil
+}
+
+func (replenishDelay) Flags(v string) []string {
+	return []string{"--sandbox-warm-pool-replenish-delay=" + v}
+}
+
+// Evidence: the first refill create must come ~D after the burst.
+func (replenishDelay) Evidence(c *results.Cell, v string) (bool, string, bool) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return false, "unreadable delay " + v, false
+	}
+	start := c.Stats.RefillStartSeconds
+	seen := "-"
+	if start != nil {
+		seen = fmt.Sprintf("%.1fs", *start)
+	}
+	return start != nil && *start >= 0.9*d.Seconds(), fmt.Sprintf("first refill create seen %s after the burst (delay %s)", seen, d), true
+}
+
+func (replenishDelay) Marks(v string) []Mark {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return nil
+	}
+	return []Mark{{Axis: "x", Value: d.Seconds(), Label: "brake: replenish-delay " + v}}
+}
