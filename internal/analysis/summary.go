@@ -14,6 +14,7 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/stats"
 )
@@ -168,7 +169,25 @@ var autoscaleMetrics = []metricDef{
 	{kind: "autoscale", key: "autoscale.claims_cold", unit: "claims", rep: func(c *results.Cell) float64 { return float64(c.Autoscale.Cold) }},
 }
 
-func init() { metricDefs = append(metricDefs, autoscaleMetrics...) }
+// brakeMetrics: whether the cell's brakes bound (1/0, NaN when no brake can be judged), then the
+// gate metrics each brake type declares (internal/brakes).
+func brakeMetrics() []metricDef {
+	out := []metricDef{{key: "brake.engaged", unit: "bool", rep: func(c *results.Cell) float64 {
+		if c.Stats.BrakeEngaged == nil {
+			return math.NaN()
+		}
+		return b2f(*c.Stats.BrakeEngaged)
+	}}}
+	for _, m := range brakes.Metrics() {
+		out = append(out, metricDef{key: m.Key, unit: m.Unit, rep: m.Value})
+	}
+	return out
+}
+
+func init() {
+	metricDefs = append(metricDefs, brakeMetrics()...)
+	metricDefs = append(metricDefs, autoscaleMetrics...)
+}
 
 // boundOf is the highest spec.replicas the autoscaler may reach for the cell's profile.
 func boundOf(a *results.Autoscale) int {
