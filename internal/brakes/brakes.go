@@ -13,6 +13,7 @@ package brakes
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -65,6 +66,14 @@ type Mark struct {
 	Axis  string // "x" (seconds after T0) or "y" (creates/s)
 	Value float64
 	Label string
+}
+
+// Operand is a brake whose setting a gate can name (brake.KEY).
+type Operand interface {
+	// OperandKey is KEY in brake.KEY and the unit of its value ("ms" for a duration, "" else).
+	OperandKey() (key, unit string)
+	// OperandValue is the setting as a number in that unit (NaN when unreadable).
+	OperandValue(value string) float64
 }
 
 // Metricer is a brake with gate metrics of its own (summary rows, per repetition).
@@ -327,4 +336,32 @@ func FromResult(b results.Brake) Combination {
 	var cb Combination
 	each(b, func(br Brake, v string) { cb.Parts = append(cb.Parts, Part{br, v}) })
 	return cb
+}
+
+// Operands are the brake.KEY operands gates know (key -> unit).
+func Operands() map[string]string {
+	out := map[string]string{}
+	for _, b := range registry {
+		if o, ok := b.(Operand); ok {
+			k, u := o.OperandKey()
+			out[k] = u
+		}
+	}
+	return out
+}
+
+// OperandValues are the brake.KEY values of a run: each brake's setting as its cells had it.
+func OperandValues(cells []results.Cell) map[string]float64 {
+	out := map[string]float64{}
+	for _, c := range cells {
+		each(c.Brake, func(b Brake, v string) {
+			if o, ok := b.(Operand); ok {
+				k, _ := o.OperandKey()
+				if f := o.OperandValue(v); !math.IsNaN(f) {
+					out[k] = f
+				}
+			}
+		})
+	}
+	return out
 }

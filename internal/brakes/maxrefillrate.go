@@ -60,3 +60,13 @@ func (maxRefillRate) Marks(v string) []Mark {
 	}
 	return []Mark{{Axis: "y", Value: r, Label: fmt.Sprintf("brake: max-refill-rate %g/s", r)}}
 }
+
+func (maxRefillRate) OperandKey() (string, string) { return "max_refill_rate", "" }
+
+func (maxRefillRate) OperandValue(v string) float64 {
+	r, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return r
+}

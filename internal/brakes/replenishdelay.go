@@ -2,6 +2,7 @@ package brakes
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/brakebench/brakebench/internal/config"
@@ -47,4 +48,14 @@ func (replenishDelay) Marks(v string) []Mark {
 		return nil
 	}
 	return []Mark{{Axis: "x", Value: d.Seconds(), Label: "brake: replenish-delay " + v}}
+}
+
+func (replenishDelay) OperandKey() (string, string) { return "replenish_delay", "ms" }
+
+func (replenishDelay) OperandValue(v string) float64 {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return math.NaN()
+	}
+	return float64(d) / float64(time.Millisecond)
 }

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/brakebench/brakebench/configs"
 	"github.com/brakebench/brakebench/internal/analysis"
+	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/gates"
 	"github.com/brakebench/brakebench/internal/results"
 )
@@ -109,7 +109,7 @@ func baselineVerdict(base *results.Results, path string, res *results.Results) g
 
 // planSchema is what a run's gates may select: its cells and their axes.
 func planSchema(names []string, axes map[string]map[string]string, primary string) gates.Schema {
-	return gates.Schema{Cells: names, Axes: axes, Primary: primary}
+	return gates.Schema{Cells: names, Axes: axes, Primary: primary, Brakes: brakes.Operands()}
 }
 
 // gateValues exposes a run's summary and brake settings to gate expressions.
@@ -127,15 +127,6 @@ func gateValues(r *results.Results) gates.Values {
 		}
 		return float64(m.Value), true
 	}
-	if b, ok := r.Config["brakes"].(map[string]any); ok {
-		if rate, ok := b["maxRefillRate"].(float64); ok {
-			v.Brakes["max_refill_rate"] = rate
-		}
-		if d, ok := b["replenishDelay"].(string); ok {
-			if dur, err := time.ParseDuration(d); err == nil {
-				v.Brakes["replenish_delay"] = float64(dur) / float64(time.Millisecond)
-			}
-		}
-	}
+	v.Brakes = brakes.OperandValues(r.Cells)
 	return v
 }

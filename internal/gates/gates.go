@@ -9,8 +9,8 @@
 //	- expr: cell(both).claim.p99 <= cell(none).claim.p99 * 1.10
 //
 // Operands: numbers, durations (250ms, 1.5s, 2m: compared in milliseconds), cell(...).METRIC
-// (a cell's summary value), all.METRIC (every cell must pass), brake.max_refill_rate and
-// brake.replenish_delay (the run's configured brake values); + - * / and parentheses;
+// (a cell's summary value), all.METRIC (every cell must pass), brake.KEY (a brake's setting as
+// the run's cells had it: brake.max_refill_rate, brake.replenish_delay, ...); + - * / and parentheses;
 // comparisons <= < >= > == !=. METRIC is a summary key; its _ms/_s unit suffix may be left out.
 //
 // A cell is selected by its exact name, quoted when it has characters beyond letters, digits,
@@ -55,6 +55,9 @@ type Gate struct {
 // Schema is what a gate may refer to.
 type Schema struct {
 	Metrics map[string]string // summary key -> unit ("ms", "s", "/s", "claims")
+	// Brakes are the brake settings a gate may name as brake.KEY, with their units ("ms" for a
+	// duration, "" for a plain number); they come from the brake registry.
+	Brakes map[string]string
 	Cells   []string          // cell names of the run's matrix (empty: not checked)
 	// Axes are each cell's axis values (cell name -> axis -> value), and Primary the axis a bare
 	// word selects by ("brake", "arm"); both optional.
@@ -439,12 +442,16 @@ func (p *parser) atom() (node, error) {
 		return p.metric("baseline", sel, rest[1:])
 	case strings.HasPrefix(t, "all."):
 		return p.metric("all", selector{}, t[len("all."):])
-	case t == "brake.max_refill_rate":
-		return ref{scope: "brake", key: "max_refill_rate"}, nil
-	case t == "brake.replenish_delay":
-		return ref{scope: "brake", key: "replenish_delay", unit: "ms"}, nil
+	case strings.HasPrefix(t, "brake."):
+		if unit, ok := p.s.Brakes[t[len("brake."):]]; ok {
+			return ref{scope: "brake", key: t[len("brake."):], unit: unit}, nil
+		}
 	}
-	return nil, fmt.Errorf("unknown operand %q (expected a number, a duration, cell(NAME).METRIC, all.METRIC, brake.max_refill_rate or brake.replenish_delay)", t)
+	var brakes []string
+	for _, k := range sortedKeys(p.s.Brakes) {
+		brakes = append(brakes, "brake."+k)
+	}
+	return nil, fmt.Errorf("unknown operand %q (expected a number, a duration, cell(NAME).METRIC, all.METRIC or a brake setting: %s)", t, strings.Join(brakes, ", "))
 }
 
 // selector parses what follows `cell`: ("quoted name"), (name) or (axis=value, ...).
@@ -592,7 +599,7 @@ type Values struct {
 	// Metric returns a cell's summary value of key, and whether it exists.
 	Metric func(cell, key string) (float64, bool)
 	Cells  []string
-	Brakes map[string]float64 // max_refill_rate (per s), replenish_delay (ms)
+	Brakes map[string]float64 // brake setting operands (durations in ms), as the run's cells had them
 	// Axes are each cell's axis values (selectors by axis need them).
 	Axes map[string]map[string]string
 	// Baseline returns a cell's summary value in the --baseline run (nil: none).

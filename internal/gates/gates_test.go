@@ -8,6 +8,7 @@ import (
 var schema = Schema{
 	Metrics: map[string]string{"claim.p99_ms": "ms", "claims.failed": "claims", "ceiling.refill_create_5s": "/s", "pool.refill_s": "s"},
 	Cells:   []string{"none", "max-refill-rate", "both"},
+	Brakes:  map[string]string{"max_refill_rate": "", "replenish_delay": "ms"},
 }
 
 var values = Values{
@@ -99,7 +100,7 @@ func TestSelectorsPerVersion(t *testing.T) {
 		b, v, _ := strings.Cut(c, "@")
 		axes[c] = map[string]string{"brake": b, "version": v, "copy": "1", "fault": "none"}
 	}
-	s := Schema{Metrics: schema.Metrics, Cells: cells, Axes: axes, Primary: "brake"}
+	s := Schema{Metrics: schema.Metrics, Brakes: schema.Brakes, Cells: cells, Axes: axes, Primary: "brake"}
 	p99 := map[string]float64{"none@v0.5.3": 900, "both@v0.5.3": 950, "none@v0.5.5": 900, "both@v0.5.5": 1500}
 	vals := Values{Cells: cells, Axes: axes, Metric: func(cell, key string) (float64, bool) {
 		v, ok := p99[cell]
@@ -158,7 +159,7 @@ func TestForCells(t *testing.T) {
 func TestBaselineOperands(t *testing.T) {
 	cells := []string{"none@v1", "none@v2"}
 	axes := map[string]map[string]string{"none@v1": {"brake": "none", "version": "v1"}, "none@v2": {"brake": "none", "version": "v2"}}
-	s := Schema{Metrics: schema.Metrics, Cells: cells, Axes: axes, Primary: "brake", Baseline: cells, BaselineAxes: axes}
+	s := Schema{Metrics: schema.Metrics, Brakes: schema.Brakes, Cells: cells, Axes: axes, Primary: "brake", Baseline: cells, BaselineAxes: axes}
 	now := map[string]float64{"none@v1": 1000, "none@v2": 1300}
 	before := map[string]float64{"none@v1": 950, "none@v2": 1000}
 	vals := Values{Cells: cells, Axes: axes, BaselineCells: cells, BaselineAxes: axes,
