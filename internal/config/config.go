@@ -204,6 +204,8 @@ type Matrix struct {
 type Brakes struct {
 	ReplenishDelay time.Duration `mapstructure:"replenishDelay"`
 	MaxRefillRate  float64       `mapstructure:"maxRefillRate"`
+	// MaxBatchSize caps the sandboxes one warm-pool reconcile pass creates (the max-batch-size brake).
+	MaxBatchSize int `mapstructure:"maxBatchSize"`
 }
 
 // Default is the built-in base layer.
@@ -232,7 +234,7 @@ func Default() Config {
 			GPU:          GPUFault{Nodes: 1, Kind: "xid", XID: 79, Escalate: "taint", ArmAfter: time.Second, MaxUnavailableFraction: 0.2},
 			ControlPlane: ControlPlaneFault{SchedulerQPS: 200, SchedulerBurst: 400, MaxRequestsInflight: 100, MaxMutatingRequestsInflight: 50},
 		},
-		Brakes: Brakes{ReplenishDelay: 20 * time.Second, MaxRefillRate: 10},
+		Brakes: Brakes{ReplenishDelay: 20 * time.Second, MaxRefillRate: 10, MaxBatchSize: 50},
 		Autoscale: Autoscale{Arms: []string{"keda", "control"}, Profiles: []string{"0-3-0"}, StepDuration: 45 * time.Second, MinReplicas: 1,
 			MetricType: "AverageValue", TargetValue: 1, PollingInterval: 5 * time.Second, SettleTimeout: 2 * time.Minute, ScaleUpPeriod: 15 * time.Second},
 		GangQuota: GangQuota{GPUQuota: 4, CPUQuota: "64", MemoryQuota: "256Gi", GPUsPerPod: 1, Size: 2, ResizeTo: 8, Replicas: 1, ScaleReplicasTo: 3,
