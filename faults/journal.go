@@ -95,19 +95,28 @@ type RunJournal struct {
 	Entries []Entry
 }
 
-// Pending are the changes and controller settings not yet marked reverted, newest first.
+// Pending are the changes and controller settings not yet marked reverted, newest first. A
+// reverted entry undoes the latest earlier change of its Ref not yet undone (reverts run newest
+// first): a Ref changed again after its revert (a fault armed in a later cell) is pending again.
 func (r RunJournal) Pending() []Entry {
-	done := map[string]bool{}
-	for _, e := range r.Entries {
-		if e.Op == OpReverted {
-			done[e.Ref] = true
+	open := map[string][]int{} // Ref -> its changes not yet reverted, oldest first
+	pending := make([]bool, len(r.Entries))
+	for i, e := range r.Entries {
+		switch e.Op {
+		case OpChanged, OpController:
+			open[e.Ref] = append(open[e.Ref], i)
+			pending[i] = true
+		case OpReverted:
+			if s := open[e.Ref]; len(s) > 0 {
+				pending[s[len(s)-1]] = false
+				open[e.Ref] = s[:len(s)-1]
+			}
 		}
 	}
 	var out []Entry
 	for i := len(r.Entries) - 1; i >= 0; i-- {
-		e := r.Entries[i]
-		if (e.Op == OpChanged || e.Op == OpController) && !done[e.Ref] {
-			out = append(out, e)
+		if pending[i] {
+			out = append(out, r.Entries[i])
 		}
 	}
 	return out

@@ -111,17 +111,21 @@ func StartInformers(ctx context.Context, infs Informers, ns string) (*Recorder, 
 		inf   cache.SharedIndexInformer
 		trim  cache.TransformFunc
 		fn    func(obj any)
+		upd   func(old, obj any) // nil: fn(obj)
 		del   func(obj any)
 		label string
 	}{
-		{infs.Claims, trimClaim, r.onClaim, nil, "claims"},
-		{infs.Sandboxes, trimSandbox, r.onSandbox, r.onSandboxDelete, "sandboxes"},
-		{infs.Pools, trimPool, r.onPool, nil, "pools"},
-		{infs.Pods, trimPod, r.onPod, r.onPodDelete, "pods"},
+		{infs.Claims, trimClaim, r.onClaim, nil, nil, "claims"},
+		{infs.Sandboxes, trimSandbox, r.onSandbox, nil, r.onSandboxDelete, "sandboxes"},
+		{infs.Pools, trimPool, r.onPool, nil, nil, "pools"},
+		{infs.Pods, trimPod, r.onPod, r.onPodUpdate, r.onPodDelete, "pods"},
 	}
 	var synced []cache.InformerSynced
 	for _, h := range handlers {
-		fn, del := h.fn, h.del
+		fn, upd, del := h.fn, h.upd, h.del
+		if upd == nil {
+			upd = func(_, n any) { fn(n) }
+		}
 		// The informer's store keeps only what the handlers read: at 30,000 claims the full
 		// objects (managedFields above all) would be most of the harness's memory.
 		if err := h.inf.SetTransform(h.trim); err != nil {
@@ -130,7 +134,7 @@ func StartInformers(ctx context.Context, infs Informers, ns string) (*Recorder, 
 		}
 		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    fn,
-			UpdateFunc: func(_, n any) { fn(n) },
+			UpdateFunc: upd,
 			DeleteFunc: func(obj any) {
 				if del == nil {
 					return
@@ -291,6 +295,18 @@ func (r *Recorder) onPod(obj any) {
 		rec.Ready = w.ReadySince
 	}
 	r.notify()
+}
+
+// onPodUpdate handles a pod update. A pod deleted and re-created under its name while the watch
+// was away (a relist replaces it in the store) arrives as an update whose UID changed: the old pod
+// is gone, and is recorded as deleted when its replacement is seen.
+func (r *Recorder) onPodUpdate(old, obj any) {
+	o, ok1 := old.(*watched)
+	n, ok2 := obj.(*watched)
+	if ok1 && ok2 && o.UID != n.UID {
+		r.onPodDelete(o)
+	}
+	r.onPod(obj)
 }
 
 func (r *Recorder) onPodDelete(obj any) {
