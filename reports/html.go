@@ -37,6 +37,8 @@ type Report struct {
 	Autoscale []AutoscaleArm
 	// NoiseFloors are the A/A comparisons of the run (a brake listed twice).
 	NoiseFloors []NoiseFloor
+	// Faults are the cells' fault timelines and statistics.
+	Faults []FaultCell
 }
 
 // NoiseFloor is an A/A pair: identical cells compared, metric by metric.
@@ -135,6 +137,7 @@ func Build(r *results.Results, verdicts []gates.Verdict) (*Report, error) {
 		rep.Rows = append(rep.Rows, row)
 	}
 	rep.NoiseFloors = noiseFloors(r)
+	rep.Faults = faultCells(r)
 	var err error
 	if rep.Gang, err = gangArms(r); err != nil {
 		return nil, err
@@ -230,8 +233,9 @@ func noiseFloors(r *results.Results) []NoiseFloor {
 }
 
 var funcs = template.FuncMap{
-	"join": strings.Join,
-	"inc":  func(i int) int { return i + 1 },
+	"hasPrefix": strings.HasPrefix,
+	"join":      strings.Join,
+	"inc":       func(i int) int { return i + 1 },
 	"secs": func(p *float64) string {
 		if p == nil {
 			return "-"

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/results"
 )
 
@@ -81,7 +83,7 @@ func Table(w io.Writer, r *results.Results) {
 		head = append(head, fmt.Sprintf("%s (n=%d)", s.Name, s.Reps))
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, key := range TableRows {
+	for _, key := range tableRows() {
 		row := []string{key}
 		any := false
 		for _, s := range r.Summary {
@@ -92,7 +94,7 @@ func Table(w io.Writer, r *results.Results) {
 			case !ok:
 				row = append(row, "-")
 			default:
-				any = true
+				any = any || !math.IsNaN(float64(m.Value))
 				cellText := FormatNum(float64(m.Value), m.Unit)
 				if d := FormatDelta(m.Delta); d != "" {
 					cellText += " " + d
@@ -118,4 +120,18 @@ func Table(w io.Writer, r *results.Results) {
 			fmt.Fprintf(w, "brake %-20s %-11s %s\n", c.ID, verdict, c.Stats.BrakeEvidence)
 		}
 	}
+	faultText(w, r)
+}
+
+// tableRows are TableRows, then whether the brakes bound and every brake and fault type's own
+// metrics (rows no cell measured are left out of the table).
+func tableRows() []string {
+	rows := append(append([]string(nil), TableRows...), "brake.engaged")
+	for _, m := range brakes.Metrics() {
+		rows = append(rows, m.Key)
+	}
+	for _, m := range faults.CellMetrics() {
+		rows = append(rows, m.Key)
+	}
+	return rows
 }

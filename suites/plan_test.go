@@ -12,7 +12,7 @@ import (
 )
 
 func TestPlanAxes(t *testing.T) {
-	cfg, err := config.Loader{Sets: []string{"controller.versions=v0.5.3,v0.5.5", "matrix.brakes=none,max-refill-rate", "matrix.faults=none,gpu", "matrix.repetitions=2", "matrix.seed=11"}}.Load()
+	cfg, err := config.Loader{Sets: []string{"controller.versions=v0.5.3,v0.5.5", "matrix.brakes=none,max-refill-rate", "matrix.faults=none,gpu", "lab.nodes.gpus=8", "matrix.repetitions=2", "matrix.seed=11"}}.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,5 +149,43 @@ func TestPlanBrakeCombinations(t *testing.T) {
 	want := "[--sandbox-warm-pool-max-refill-rate=4 --sandbox-warm-pool-replenish-delay=7s] map[max-refill-rate:4 replenish-delay:7s]"
 	if flags["both"] != want || flags["max-refill-rate+replenish-delay"] != want {
 		t.Fatalf("cells %v, want both = %s", flags, want)
+	}
+}
+
+// matrix.faults is checked by the fault registry when a suite plans, with each fault's checks
+// that need no cluster.
+func TestPlanFaultErrors(t *testing.T) {
+	cases := []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"matrix.faults=none,earthquake"}, `key "matrix.faults": expected items from none, apf-throttle, apiserver-inflight, gpu, scheduler-qps; got "earthquake"`},
+		{[]string{"matrix.faults=none,gpu", "lab.nodes.gpus=0"}, `key "lab.nodes.gpus": expected GPU capacity on the lab's nodes`},
+		{[]string{"matrix.faults=apf-throttle", "faults.apf.target=loadgen", "loadgen.identity=exempt"}, `key "faults.apf.target": expected controller, or loadgen with loadgen.identity=serviceaccount`},
+	}
+	for _, tc := range cases {
+		cfg, err := config.Loader{Sets: tc.sets}.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = WarmpoolBurst().Plan(cfg, PlanContext{})
+		var ce *config.Error
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want a config error containing %q", tc.sets, err, tc.want)
+		}
+	}
+	// On a cluster brakebench does not run, control-plane fault cells are planned as not applicable.
+	cfg, err := config.Loader{Sets: []string{"matrix.faults=none,scheduler-qps", "cluster.provider=kubeconfig", "cluster.context=x", "cluster.allowContext=x"}}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := WarmpoolBurst().Plan(cfg, PlanContext{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Cells {
+		if (c.Fault == "scheduler-qps") != strings.Contains(c.NotApplicable, "only the lab can do") {
+			t.Errorf("cell %s: not applicable %q", c.ID, c.NotApplicable)
+		}
 	}
 }

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/brakes"
@@ -82,6 +80,18 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 			}
 		}
 	}
+	for _, name := range cfg.Matrix.Faults {
+		f, ok := faults.CellFaultNamed(name)
+		if !ok {
+			return nil, &config.Error{Source: cfg.Source("matrix.faults"), Key: "matrix.faults",
+				Msg: fmt.Sprintf("expected items from none, %s; got %q", strings.Join(faults.CellFaultNames(), ", "), name)}
+		}
+		if pre, ok := f.(faults.Prechecker); ok {
+			if err := pre.Precheck(cfg); err != nil {
+				return nil, err
+			}
+		}
+	}
 	type axis struct{ v, b, set, fault string }
 	var axes []axis
 	for _, v := range versions {
@@ -119,8 +129,8 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		if (fault == "scheduler-qps" || fault == "apiserver-inflight") && cfg.Cluster.Provider != "lab" {
-			na = fault + " restarts a control-plane component with other flags, which only the lab can do"
+		if f, _ := faults.CellFaultNamed(fault); f != nil && na == "" {
+			na = f.NotApplicable(cfg)
 		}
 		extra := strings.Fields(set)
 		fillFlags := extra
@@ -157,20 +167,9 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 		"per cell: " + load,
 		"per cell: the agent-sandbox controller is restarted (lab) or its Deployment args/image patched (kind/kubeconfig) with the cell's version and flags; the original is restored at the end",
 	}
-	for _, f := range cfg.Matrix.Faults {
-		switch f {
-		case "apf-throttle":
-			p.Changes = append(p.Changes, fmt.Sprintf("apf-throttle cells: a PriorityLevelConfiguration (%d shares, %d queue(s) of %d) and a FlowSchema matching the %s's ServiceAccount, created before the burst and deleted after the cell",
-				cfg.Faults.APF.Shares, cfg.Faults.APF.Queues, cfg.Faults.APF.QueueLength, cfg.Faults.APF.Target))
-		case "scheduler-qps":
-			p.Changes = append(p.Changes, fmt.Sprintf("scheduler-qps cells (lab): kube-scheduler restarted with --kube-api-qps=%d --kube-api-burst=%d before the burst, and with its original flags after the cell",
-				cfg.Faults.ControlPlane.SchedulerQPS, cfg.Faults.ControlPlane.SchedulerBurst))
-		case "apiserver-inflight":
-			p.Changes = append(p.Changes, fmt.Sprintf("apiserver-inflight cells (lab): kube-apiserver restarted with --max-requests-inflight=%d --max-mutating-requests-inflight=%d before the burst, and with its original flags after the cell",
-				cfg.Faults.ControlPlane.MaxRequestsInflight, cfg.Faults.ControlPlane.MaxMutatingRequestsInflight))
-		case "gpu":
-			p.Changes = append(p.Changes, fmt.Sprintf("gpu cells: %d GPU node(s) get AcceleratedHardwareReady=False (%s) %s after the burst starts, escalation %s; every node is restored exactly after the cell",
-				cfg.Faults.GPU.Nodes, cfg.Faults.GPU.Kind, cfg.Faults.GPU.ArmAfter, cfg.Faults.GPU.Escalate))
+	for _, name := range cfg.Matrix.Faults {
+		if f, _ := faults.CellFaultNamed(name); f != nil {
+			p.Changes = append(p.Changes, f.Change(cfg))
 		}
 	}
 	return p, nil
@@ -218,7 +217,7 @@ func schedule(wl config.Workload, rng *rand.Rand) loadgen.Schedule {
 func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Results, error) {
 	cfg := env.Config
 	res := newResults(ctx, env, plan, w.name)
-	if err := startDCGM(ctx, env, plan); err != nil {
+	if err := prepareFaults(ctx, env, plan); err != nil {
 		return nil, err
 	}
 	// The controller's original setting is restored once, at the end (or on interrupt).
@@ -303,34 +302,26 @@ func newResults(ctx context.Context, env *Env, plan *Plan, suite string) *result
 	return res
 }
 
-// startDCGM serves dcgm-exporter metrics for the GPU nodes when the plan has gpu cells.
-func startDCGM(ctx context.Context, env *Env, plan *Plan) error {
-	need := false
+// prepareFaults gives each fault type the plan's runnable cells use its run-wide setup (the GPU
+// fault's dcgm-exporter) before the first cell.
+func prepareFaults(ctx context.Context, env *Env, plan *Plan) error {
+	done := map[string]bool{}
 	for _, c := range plan.Cells {
-		need = need || (c.Fault == "gpu" && c.NotApplicable == "")
-	}
-	if !need {
-		return nil
-	}
-	nodes, err := env.Clients.Typed.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	gpus := map[string]int{}
-	for _, n := range nodes.Items {
-		if q, ok := n.Status.Capacity[faults.GPUResource]; ok && q.Value() > 0 {
-			gpus[n.Name] = int(q.Value())
+		f, _ := faults.CellFaultNamed(c.Fault)
+		if f == nil || c.NotApplicable != "" || done[c.Fault] {
+			continue
+		}
+		done[c.Fault] = true
+		if p, ok := f.(faults.Preparer); ok {
+			r := &faults.Run{Config: env.Config, Clients: env.Clients, Reverts: env.Reverts, Printf: env.Progress.Printf}
+			if err := p.Prepare(ctx, r); err != nil {
+				return fmt.Errorf("prepare %s cells: %w", c.Fault, err)
+			}
+			if r.DCGM != nil {
+				env.DCGM = r.DCGM
+			}
 		}
 	}
-	if len(gpus) == 0 {
-		return fmt.Errorf("gpu cells need GPU nodes (nvidia.com/gpu capacity); on the lab: brakebench lab down, then run again with --set lab.nodes.gpus=8")
-	}
-	env.DCGM = faults.NewDCGMExporter(gpus)
-	if err := env.DCGM.Start(); err != nil {
-		return err
-	}
-	env.Progress.Printf("dcgm-exporter metrics for %d GPU nodes: %s", len(gpus), env.DCGM.URL())
-	env.Reverts.Push("dcgm exporter", env.DCGM.Stop)
 	return nil
 }
 

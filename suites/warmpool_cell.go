@@ -41,7 +41,7 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	// Namespace teardown is registered before the namespace exists; it runs at the end of the
 	// cell, or from the run's revert stack if the run is interrupted first.
 	var cellReverts faults.Stack
-	log := &faultLog{}
+	log := &faults.Timeline{}
 	var t0 time.Time
 	cellStart := time.Now()
 	phase := func(name string, since time.Time) {
@@ -60,7 +60,7 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		phase("teardown", teardown)
 		phase("total", cellStart)
 		if !t0.IsZero() {
-			cell.FaultLog = log.relative(t0)
+			cell.FaultLog = log.Relative(t0)
 		}
 	}()
 	if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
@@ -73,16 +73,6 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		return cell
 	}
 	defer rec.Stop()
-	var gpu *gpuCell
-	if pc.Fault == "gpu" {
-		w, err := watchNodes(ctx, c)
-		if err != nil {
-			cell.Error = err.Error()
-			return cell
-		}
-		defer w.close()
-		gpu = &gpuCell{env: env, rec: rec, watch: w, log: log, reverts: &cellReverts, labels: labels}
-	}
 
 	// The API server's request counters before the fill: over-creation shows most when a pool
 	// goes from empty to full, so the fill is measured as well as the refill.
@@ -119,20 +109,18 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		version = env.Versions["agent-sandbox"]
 	}
 	if err := brakes.FromResult(pc.Brake).Apply(ctx, &brakes.Cell{Clients: c, Version: version, Source: env.Source, Labels: labels,
-		Journal: env.Journal, Reverts: &cellReverts, Log: log.add}); err != nil {
+		Journal: env.Journal, Reverts: &cellReverts, Log: log.Add}); err != nil {
 		cell.Error = "apply brake " + err.Error()
 		return cell
 	}
 	phase("brakes", restart)
-	apfLevel := ""
-	switch pc.Fault {
-	case "apf-throttle":
-		if apfLevel, err = armAPF(ctx, env, ns, idx, labels, log, &cellReverts); err != nil {
-			cell.Error = "arm apf-throttle: " + err.Error()
-			return cell
-		}
-	case "scheduler-qps", "apiserver-inflight":
-		if err := armControlPlane(ctx, env, pc.Fault, log, &cellReverts); err != nil {
+	// The cell's fault, armed before the burst (a fault that strikes mid-burst schedules itself
+	// when told the burst's start).
+	var armed faults.Armed
+	if f, _ := faults.CellFaultNamed(pc.Fault); f != nil {
+		armed, err = f.Arm(ctx, &faults.Cell{Config: cfg, Clients: c, Cluster: env.Cluster, Journal: env.Journal, Reverts: &cellReverts,
+			Labels: labels, Namespace: ns, RunID: env.RunID, Index: idx, Rec: rec, Timeline: log, DCGM: env.DCGM})
+		if err != nil {
 			cell.Error = "arm " + pc.Fault + ": " + err.Error()
 			return cell
 		}
@@ -175,8 +163,8 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	ready := env.Progress.Counter("claims Ready "+pc.ID, len(sched))
 
 	t0 = time.Now().Add(50 * time.Millisecond)
-	if gpu != nil {
-		gpu.armAt(ctx, t0.Add(cfg.Faults.GPU.ArmAfter))
+	if armed != nil {
+		armed.Fired(ctx, t0)
 	}
 	fired := gen.Fire(ctx, t0, sched)
 	sent.Done()
@@ -204,8 +192,8 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	claimsDone()
 	ready.Done()
 	var faultErr error
-	if gpu != nil {
-		faultErr = gpu.wait(ctx, time.Minute)
+	if armed != nil {
+		faultErr = armed.Settle(ctx, time.Minute)
 	}
 	phase("claims", t0)
 	refillWait := time.Now()
@@ -226,14 +214,11 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		cell: cell, snap: snap, sent: fired, t0: t0, end: end, pool: PoolName, poolSize: wl.Pool,
 		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after), fillMetrics: deltas(fillScrape, before), passes: passes,
 	})
-	switch {
-	case gpu != nil:
-		cell.Stats.Fault = gpu.stats(&cell, snap)
-	case apfLevel != "":
-		cell.Stats.Fault = apfStats(apfLevel, cell.Metrics)
+	if armed != nil {
+		cell.Stats.Fault = armed.Stats(&cell, snap)
 	}
 	if faultErr != nil {
-		cell.Error = "gpu fault: " + faultErr.Error()
+		cell.Error = pc.Fault + " fault: " + faultErr.Error()
 	}
 
 	if !refilled && cell.Error == "" {

@@ -14,6 +14,7 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/stats"
@@ -179,6 +180,10 @@ func brakeMetrics() []metricDef {
 		return b2f(*c.Stats.BrakeEngaged)
 	}}}
 	for _, m := range brakes.Metrics() {
+		out = append(out, metricDef{key: m.Key, unit: m.Unit, rep: m.Value})
+	}
+	// Each fault type's metrics (the GPU fault's repair-safety invariants among them).
+	for _, m := range faults.CellMetrics() {
 		out = append(out, metricDef{key: m.Key, unit: m.Unit, rep: m.Value})
 	}
 	return out

@@ -58,7 +58,7 @@ type Schema struct {
 	// Brakes are the brake settings a gate may name as brake.KEY, with their units ("ms" for a
 	// duration, "" for a plain number); they come from the brake registry.
 	Brakes map[string]string
-	Cells   []string          // cell names of the run's matrix (empty: not checked)
+	Cells  []string // cell names of the run's matrix (empty: not checked)
 	// Axes are each cell's axis values (cell name -> axis -> value), and Primary the axis a bare
 	// word selects by ("brake", "arm"); both optional.
 	Axes    map[string]map[string]string

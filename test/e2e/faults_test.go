@@ -3,9 +3,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/browsertest"
 	"github.com/brakebench/brakebench/internal/kube"
 )
 
@@ -63,7 +67,7 @@ func nodeStates(t *testing.T) map[string]string {
 // level's wait histogram fills) and claims get slower than without the throttle; afterwards no
 // FlowSchema or priority level of the run is left.
 func TestAPFThrottleRaisesWaitAndIsRemoved(t *testing.T) {
-	r := runSuite(t, "apf-throttle", "workload.pool=40", "workload.claims=40", "matrix.repetitions=1", "matrix.seed=7")
+	r, dir, stdout := runSuiteOut(t, "apf-throttle", "workload.pool=40", "workload.claims=40", "matrix.repetitions=1", "matrix.seed=7")
 	var none, throttled float64
 	for _, c := range r.Cells {
 		if c.Error != "" {
@@ -93,6 +97,7 @@ func TestAPFThrottleRaisesWaitAndIsRemoved(t *testing.T) {
 		t.Errorf("claim p99 with the controller throttled (%.0f ms) should exceed the unthrottled one (%.0f ms)", throttled, none)
 	}
 	t.Logf("claim p99: %.0f ms unthrottled, %.0f ms throttled (x%.2f)", none, throttled, throttled/none)
+	faultReport(t, dir, stdout, "none/apf-throttle#1", "apf-throttle", "priority level brakebench-throttle-", "APF wait p99 in that level")
 	if left := labelledLeft(t); len(left) > 0 {
 		t.Errorf("left after the run: %v", left)
 	}
@@ -103,7 +108,7 @@ func TestAPFThrottleRaisesWaitAndIsRemoved(t *testing.T) {
 // and the revert leaves every node exactly as before.
 func TestGPUFaultOnOneOfFourNodes(t *testing.T) {
 	before := nodeStates(t)
-	r := runSuite(t, "gpu-faults", "workload.pool=40", "workload.claims=40", "matrix.repetitions=1", "matrix.brakes=none", "matrix.seed=3")
+	r, dir, stdout := runSuiteOut(t, "gpu-faults", "workload.pool=40", "workload.claims=40", "matrix.repetitions=1", "matrix.brakes=none", "matrix.seed=3")
 	var cell = -1
 	for i, c := range r.Cells {
 		if c.Error != "" {
@@ -138,6 +143,10 @@ func TestGPUFaultOnOneOfFourNodes(t *testing.T) {
 	}
 	if !events["armed"] || !events["effective"] || !events["reverted"] {
 		t.Errorf("fault timeline %+v", c.FaultLog)
+	}
+	faultReport(t, dir, stdout, "none/gpu#1", "gpu", "NvidiaXID79Error", "warm sandboxes lost", "GPU nodes unavailable at once (most)", "held: most unavailable at once")
+	if v := metric(t, r, "none/gpu", "fault.invariants_violated"); v != 0 {
+		t.Errorf("gateable fault.invariants_violated = %v, want 0", v)
 	}
 	after := nodeStates(t)
 	for n, s := range before {
@@ -241,4 +250,31 @@ func ptrStr(p *float64) string {
 		return "nil"
 	}
 	return strconv.FormatFloat(*p, 'f', 3, 64)
+}
+
+// faultReport checks that a fault run's report.html, rendered in headless Chromium, and its
+// terminal output show the cell's fault timeline and statistics (wants: texts of the section).
+func faultReport(t *testing.T, dir, stdout, cell, fault string, wants ...string) {
+	t.Helper()
+	if !strings.Contains(stdout, fmt.Sprintf("fault %s (%s):", cell, fault)) || !strings.Contains(stdout, "armed") {
+		t.Errorf("the terminal output shows no fault timeline for %s", cell)
+	}
+	dom, external := browsertest.Load(t, browsertest.Chromium(t), filepath.Join(dir, "report.html"))
+	i := bytes.Index(dom, []byte(`id="faults"`))
+	j := bytes.Index(dom, []byte(`id="crosscheck"`))
+	if i < 0 || j < i {
+		t.Fatalf("rendered report has no fault section")
+	}
+	section := string(dom[i:j])
+	if strings.Contains(section, "injected no faults") {
+		t.Errorf("the report says the run injected no faults")
+	}
+	for _, want := range append([]string{cell + ": " + fault, "armed", "reverted"}, wants...) {
+		if !strings.Contains(section, want) {
+			t.Errorf("the rendered fault section lacks %q:\n%s", want, section)
+		}
+	}
+	for _, u := range external {
+		t.Errorf("report.html made a request: %s", u)
+	}
 }

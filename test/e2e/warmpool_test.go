@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/cli"
 	"github.com/brakebench/brakebench/internal/results"
-	"github.com/brakebench/brakebench/suites"
 )
 
 // runCLI runs brakebench in-process against the test lab (its output goes to the test log) and
@@ -34,16 +34,25 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 // runSuite runs a suite on the test lab and returns the results it wrote.
 func runSuite(t *testing.T, suite string, sets ...string) *results.Results {
 	t.Helper()
+	r, _, _ := runSuiteOut(t, suite, sets...)
+	return r
+}
+
+// runSuiteOut runs a suite on the test lab and returns the results, their directory (report.html,
+// junit.xml) and what the run printed on stdout (the terminal table).
+func runSuiteOut(t *testing.T, suite string, sets ...string) (*results.Results, string, string) {
+	t.Helper()
 	out := t.TempDir()
 	args := []string{"run", suite, "--out", out}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
-	if _, err := runCLI(t, args...); err != nil {
+	stdout, err := runCLI(t, args...)
+	if err != nil {
 		t.Fatalf("run %s: %v", suite, err)
 	}
-	r, _ := readRun(t, out, suite)
-	return r
+	r, dir := readRun(t, out, suite)
+	return r, dir, stdout
 }
 
 // readRun reads the one run of suite written under out, and returns it with its directory.
@@ -70,14 +79,15 @@ func metric(t *testing.T, r *results.Results, cell, key string) float64 {
 }
 
 // TestWarmpoolBurstRefillCap runs the suite at a reduced size (60 claims, none vs
-// max-refill-rate, 1 repetition): every claim is Ready, the table's numbers exist, and the
-// refill create ceiling respects the cap while the unbraked refill exceeds it.
+// max-refill-rate vs max-batch-size, 1 repetition): every claim is Ready, the table's numbers
+// exist, the refill create ceiling respects the rate cap while the unbraked refill exceeds it,
+// and the batch-size cap shows in the controller's own create passes.
 func TestWarmpoolBurstRefillCap(t *testing.T) {
 	const rate = 3.0
 	r := runSuite(t, "warmpool-burst",
 		"workload.pool=60", "workload.claims=60", "matrix.repetitions=1",
-		"matrix.brakes=none,max-refill-rate", "brakes.maxRefillRate=3", "matrix.seed=42")
-	if len(r.Cells) != 2 || r.Seed != 42 || len(r.Summary) != 2 {
+		"matrix.brakes=none,max-refill-rate,max-batch-size", "brakes.maxRefillRate=3", "brakes.maxBatchSize=5", "matrix.seed=42")
+	if len(r.Cells) != 3 || r.Seed != 42 || len(r.Summary) != 3 {
 		t.Fatalf("cells %d summary %d seed %d", len(r.Cells), len(r.Summary), r.Seed)
 	}
 	for _, c := range r.Cells {
@@ -107,17 +117,28 @@ func TestWarmpoolBurstRefillCap(t *testing.T) {
 		}
 	}
 	capped := metric(t, r, "max-refill-rate", "ceiling.refill_create_5s")
-	if capped > suites.RateTolerance*rate {
-		t.Errorf("refill create ceiling with max-refill-rate=%v is %.2f/s over 5 s, above %.2f", rate, capped, suites.RateTolerance*rate)
+	if capped > brakes.RateTolerance*rate {
+		t.Errorf("refill create ceiling with max-refill-rate=%v is %.2f/s over 5 s, above %.2f", rate, capped, brakes.RateTolerance*rate)
 	}
 	free := metric(t, r, "none", "ceiling.refill_create_1s")
-	if free <= suites.RateTolerance*rate {
-		t.Errorf("without a brake the refill create ceiling (%.2f/s over 1 s) should exceed the cap %.2f", free, suites.RateTolerance*rate)
+	if free <= brakes.RateTolerance*rate {
+		t.Errorf("without a brake the refill create ceiling (%.2f/s over 1 s) should exceed the cap %.2f", free, brakes.RateTolerance*rate)
 	}
 	for _, c := range r.Cells {
-		if c.Name == "max-refill-rate" && (c.Stats.BrakeEngaged == nil || !*c.Stats.BrakeEngaged) {
-			t.Errorf("brake not engaged: %s", c.Stats.BrakeEvidence)
+		if c.Name != "none" && (c.Stats.BrakeEngaged == nil || !*c.Stats.BrakeEngaged) {
+			t.Errorf("%s: brake not engaged: %s", c.Name, c.Stats.BrakeEvidence)
 		}
+		// The lab's controller log is read in every cell: the passes refill the 60 adopted.
+		total := 0
+		for _, n := range c.Stats.CreatePasses {
+			total += n
+		}
+		if total < 60 {
+			t.Errorf("%s: create passes %v after the burst add up to %d, want the 60 refilled", c.Name, c.Stats.CreatePasses, total)
+		}
+	}
+	if largest := metric(t, r, "max-batch-size", "controller.create_pass_max"); largest > 5 {
+		t.Errorf("max-batch-size=5: largest create pass %v", largest)
 	}
 	if m, _ := r.Find("max-refill-rate", "pool.refill_s"); m.Delta == nil || float64(m.Delta.Abs) <= 0 {
 		t.Errorf("capped refill should take longer than the unbraked one: %+v", m)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -34,7 +35,7 @@ func CreatePasses(r io.Reader, ns string, since time.Time) ([]int, error) {
 		if json.Unmarshal(line, &e) != nil || e.Msg != createPassMsg || e.Namespace != ns || e.Count == nil {
 			continue
 		}
-		if t, ok := logTime(e.TS); ok && t.Before(since) {
+		if t, whole, ok := logTime(e.TS); ok && (t.Before(since) && !whole || whole && t.Before(since.Truncate(time.Second))) {
 			continue
 		}
 		out = append(out, *e.Count)
@@ -42,23 +43,25 @@ func CreatePasses(r io.Reader, ns string, since time.Time) ([]int, error) {
 	return out, sc.Err()
 }
 
-// logTime reads zap's "ts": epoch seconds (the production default) or an RFC 3339 string.
-func logTime(raw json.RawMessage) (time.Time, bool) {
+// logTime reads zap's "ts": an RFC 3339 string (controller-runtime's default, whole seconds
+// unless --zap-time-encoding says otherwise: whole is then true, and a pass logged in T0's
+// second reads as before T0) or epoch seconds.
+func logTime(raw json.RawMessage) (t time.Time, whole, ok bool) {
 	if len(raw) == 0 {
-		return time.Time{}, false
+		return time.Time{}, false, false
 	}
 	if raw[0] == '"' {
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
-			return time.Time{}, false
+			return time.Time{}, false, false
 		}
 		t, err := time.Parse(time.RFC3339Nano, s)
-		return t, err == nil
+		return t, !strings.Contains(s, "."), err == nil
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil {
-		return time.Time{}, false
+		return time.Time{}, false, false
 	}
 	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9)), true
+	return time.Unix(int64(sec), int64(frac*1e9)), false, true
 }

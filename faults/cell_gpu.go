@@ -1,4 +1,4 @@
-package suites
+package faults
 
 import (
 	"context"
@@ -8,104 +8,134 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
 	"github.com/brakebench/brakebench/internal/stats"
-	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 )
 
-// faultLog collects a cell's fault timeline on the harness clock.
-type faultLog struct {
-	mu     sync.Mutex
-	events []struct {
-		at                   time.Time
-		fault, event, detail string
-	}
+// gpuFaultCell fails GPU nodes (DCGM-style XID/ECC/NVLink symptoms on the node and in a local
+// dcgm-exporter) armAfter into the burst, and checks repair-safety invariants: how many GPU
+// nodes were unavailable at once, and that none was removed.
+type gpuFaultCell struct{}
+
+func init() { registerCell(gpuFaultCell{}) }
+
+func (gpuFaultCell) Name() string { return "gpu" }
+
+func (gpuFaultCell) Change(cfg *config.Resolved) string {
+	g := cfg.Faults.GPU
+	return fmt.Sprintf("gpu cells: %d GPU node(s) get AcceleratedHardwareReady=False (%s) %s after the burst starts, escalation %s; every node is restored exactly after the cell",
+		g.Nodes, g.Kind, g.ArmAfter, g.Escalate)
 }
 
-func (l *faultLog) add(fault, event, detail string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, struct {
-		at                   time.Time
-		fault, event, detail string
-	}{time.Now(), fault, event, detail})
-}
+func (gpuFaultCell) NotApplicable(*config.Resolved) string { return "" }
 
-func (l *faultLog) relative(t0 time.Time) []results.FaultEvent {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []results.FaultEvent
-	for _, e := range l.events {
-		out = append(out, results.FaultEvent{T: e.at.Sub(t0).Seconds(), Fault: e.fault, Event: e.event, Detail: e.detail})
+// Precheck: on the lab the GPU capacity is configuration, so a lab without GPUs is bad input.
+func (gpuFaultCell) Precheck(cfg *config.Resolved) error {
+	if cfg.Cluster.Provider == "lab" && cfg.Lab.Nodes.GPUs < 1 {
+		return &config.Error{Source: cfg.Source("lab.nodes.gpus"), Key: "lab.nodes.gpus",
+			Msg: "expected GPU capacity on the lab's nodes (e.g. --set lab.nodes.gpus=8; a running lab must be brought down first) because matrix.faults has gpu"}
 	}
-	return out
-}
-
-// armAPF squeezes the target identity into a tiny priority level (before the burst).
-func armAPF(ctx context.Context, env *Env, ns string, idx int, labels map[string]string, log *faultLog, reverts *faults.Stack) (string, error) {
-	a := env.Config.Faults.APF
-	f := &faults.APFThrottle{Client: env.Clients.Typed, Journal: env.Journal, Labels: labels,
-		ObjectName: fmt.Sprintf("brakebench-throttle-%s-%02d", env.RunID, idx), Shares: int32(a.Shares), Queues: int32(a.Queues),
-		QueueLength: int32(a.QueueLength), Precedence: 500}
-	switch a.Target {
-	case "controller":
-		f.Namespace, f.ServiceAccount = agentsandbox.ControllerNamespace, agentsandbox.ControllerServiceAcount
-	case "loadgen":
-		if env.Config.Loadgen.Identity != "serviceaccount" {
-			return "", fmt.Errorf("faults.apf.target=loadgen needs loadgen.identity=serviceaccount (the admin identity is exempt from APF)")
-		}
-		f.Namespace, f.ServiceAccount = ns, "brakebench-loadgen"
-	}
-	revert, err := f.Arm(ctx)
-	reverts.Push("apf throttle", func(ctx context.Context) error {
-		err := revert(ctx)
-		log.add("apf-throttle", "reverted", f.ObjectName)
-		return err
-	})
-	if err != nil {
-		log.add("apf-throttle", "error", err.Error())
-		return "", err
-	}
-	log.add("apf-throttle", "armed", fmt.Sprintf("priority level %s (%d shares, %d queue(s) of %d) for %s/%s", f.ObjectName, a.Shares, a.Queues, a.QueueLength, f.Namespace, f.ServiceAccount))
-	return f.ObjectName, nil
-}
-
-// armControlPlane restarts the scheduler or the apiserver with the cell's limits (before the burst).
-func armControlPlane(ctx context.Context, env *Env, fault string, log *faultLog, reverts *faults.Stack) error {
-	r, ok := env.Cluster.(faults.Restarter)
-	if !ok {
-		return fmt.Errorf("%s needs a cluster whose control plane brakebench runs (the lab)", fault)
-	}
-	cp := env.Config.Faults.ControlPlane
-	f := &faults.ControlPlaneFlags{Restarter: r, Journal: env.Journal}
-	switch fault {
-	case "scheduler-qps":
-		f.Component, f.Flags = "kube-scheduler", []string{fmt.Sprintf("--kube-api-qps=%d", cp.SchedulerQPS), fmt.Sprintf("--kube-api-burst=%d", cp.SchedulerBurst)}
-	case "apiserver-inflight":
-		f.Component, f.Flags = "kube-apiserver", []string{fmt.Sprintf("--max-requests-inflight=%d", cp.MaxRequestsInflight), fmt.Sprintf("--max-mutating-requests-inflight=%d", cp.MaxMutatingRequestsInflight)}
-	}
-	revert, err := f.Arm(ctx)
-	reverts.Push(fault, func(ctx context.Context) error {
-		if revert == nil {
-			return nil
-		}
-		err := revert(ctx)
-		log.add(fault, "reverted", f.Component+" restarted with its original flags")
-		return err
-	})
-	if err != nil {
-		log.add(fault, "error", err.Error())
-		return err
-	}
-	log.add(fault, "armed", fmt.Sprintf("%s restarted with %v", f.Component, f.Flags))
 	return nil
+}
+
+// Prepare serves dcgm-exporter metrics for the cluster's GPU nodes while the run lasts.
+func (gpuFaultCell) Prepare(ctx context.Context, r *Run) error {
+	nodes, err := r.Clients.Typed.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	gpus := map[string]int{}
+	for _, n := range nodes.Items {
+		if q, ok := n.Status.Capacity[GPUResource]; ok && q.Value() > 0 {
+			gpus[n.Name] = int(q.Value())
+		}
+	}
+	if len(gpus) == 0 {
+		return fmt.Errorf("gpu cells need GPU nodes (nvidia.com/gpu capacity); on the lab: brakebench lab down, then run again with --set lab.nodes.gpus=8")
+	}
+	r.DCGM = NewDCGMExporter(gpus)
+	if err := r.DCGM.Start(); err != nil {
+		return err
+	}
+	r.Printf("dcgm-exporter metrics for %d GPU nodes: %s", len(gpus), r.DCGM.URL())
+	r.Reverts.Push("dcgm exporter", r.DCGM.Stop)
+	return nil
+}
+
+func (gpuFaultCell) Arm(ctx context.Context, c *Cell) (Armed, error) {
+	w, err := watchNodes(ctx, c.Clients)
+	if err != nil {
+		return nil, err
+	}
+	c.Reverts.Push("gpu node watch", func(context.Context) error { w.close(); return nil })
+	return &gpuCell{c: c, watch: w}, nil
+}
+
+func (g *gpuCell) Fired(ctx context.Context, t0 time.Time) {
+	g.armAt(ctx, t0.Add(g.c.Config.Faults.GPU.ArmAfter))
+}
+
+func (g *gpuCell) Settle(ctx context.Context, timeout time.Duration) error {
+	if g.done == nil {
+		return nil
+	}
+	return g.wait(ctx, timeout)
+}
+
+func (g *gpuCell) Stats(c *results.Cell, snap recorder.Snapshot) *results.FaultStats {
+	return g.stats(c, snap)
+}
+
+func (gpuFaultCell) Describe(fs *results.FaultStats) [][2]string {
+	xid := "-"
+	if fs.DCGMXID != nil {
+		xid = fmt.Sprintf("%.0f", *fs.DCGMXID)
+	}
+	return [][2]string{
+		{"faulted nodes", fmt.Sprint(fs.Nodes)},
+		{"condition reason", fs.Condition},
+		{"fault to node unavailable", fmtSecs(fs.TimeToUnavailableS)},
+		{"warm sandboxes lost", fmt.Sprint(fs.SandboxesLost)},
+		{"refill create ceiling from the fault on (5 s)", fmt.Sprintf("%.1f/s", fs.RefillCreate5sAfter)},
+		{"GPU nodes unavailable at once (most)", fmt.Sprintf("%.0f%%", fs.UnavailableMaxFrac*100)},
+		{"GPU nodes deleted", fmt.Sprint(fs.NodesDeleted)},
+		{"DCGM_FI_DEV_XID_ERRORS after arming", xid},
+	}
+}
+
+// Metrics: the repair-safety invariants and the numbers behind them, gateable per repetition.
+func (gpuFaultCell) Metrics() []Metric {
+	gpu := func(f func(fs *results.FaultStats) float64) func(c *results.Cell) float64 {
+		return func(c *results.Cell) float64 {
+			if c.Stats.Fault == nil || len(c.Stats.Fault.Invariants) == 0 {
+				return ptrOrNaN(nil)
+			}
+			return f(c.Stats.Fault)
+		}
+	}
+	return []Metric{
+		{Key: "fault.invariants_violated", Unit: "checks", Value: gpu(func(fs *results.FaultStats) float64 {
+			n := 0
+			for _, inv := range fs.Invariants {
+				if !inv.Held {
+					n++
+				}
+			}
+			return float64(n)
+		})},
+		{Key: "fault.unavailable_max_fraction", Unit: "ratio", Value: gpu(func(fs *results.FaultStats) float64 { return fs.UnavailableMaxFrac })},
+		{Key: "fault.nodes_deleted", Unit: "nodes", Value: gpu(func(fs *results.FaultStats) float64 { return float64(fs.NodesDeleted) })},
+		{Key: "fault.sandboxes_lost", Unit: "sandboxes", Value: gpu(func(fs *results.FaultStats) float64 { return float64(fs.SandboxesLost) })},
+		{Key: "fault.time_to_unavailable_s", Unit: "s", Value: gpu(func(fs *results.FaultStats) float64 { return ptrOrNaN(fs.TimeToUnavailableS) })},
+	}
 }
 
 // nodeWatch follows GPU nodes during a gpu cell: when each became unavailable, how many were
@@ -130,10 +160,10 @@ func watchNodes(ctx context.Context, c *kube.Clients) (*nodeWatch, error) {
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if q, ok := n.Status.Capacity[faults.GPUResource]; ok && q.Value() > 0 {
+		if q, ok := n.Status.Capacity[GPUResource]; ok && q.Value() > 0 {
 			w.gpuNodes[n.Name] = true
 		}
-		if faults.Unavailable(n) {
+		if Unavailable(n) {
 			if _, seen := w.unavailable[n.Name]; !seen {
 				w.unavailable[n.Name] = time.Now()
 			}
@@ -205,12 +235,8 @@ func pickGPUNodes(gpuNodes []string, snap recorder.Snapshot, n int) []string {
 
 // gpuCell arms the GPU fault at T0+armAfter (claims are then in flight) and reports what it did.
 type gpuCell struct {
-	env     *Env
-	rec     *recorder.Recorder
-	watch   *nodeWatch
-	log     *faultLog
-	reverts *faults.Stack
-	labels  map[string]string
+	c     *Cell
+	watch *nodeWatch
 
 	mu     sync.Mutex
 	nodes  []string
@@ -230,33 +256,33 @@ func (g *gpuCell) armAt(ctx context.Context, at time.Time) {
 			return
 		case <-time.After(time.Until(at)):
 		}
-		cfg := g.env.Config.Faults.GPU
+		cfg := g.c.Config.Faults.GPU
 		gpuNodes := g.watch.gpuNodeNames()
 		if len(gpuNodes) == 0 {
 			g.fail(fmt.Errorf("no GPU nodes (nvidia.com/gpu capacity) in the cluster: on the lab set lab.nodes.gpus"))
 			return
 		}
-		nodes := pickGPUNodes(gpuNodes, g.rec.Snapshot(), cfg.Nodes)
-		f := &faults.GPUFault{Client: g.env.Clients.Typed, Journal: g.env.Journal, Labels: g.labels, Nodes: nodes, Kind: cfg.Kind, XID: cfg.XID,
-			Escalate: cfg.Escalate, Exporter: g.env.DCGM}
+		nodes := pickGPUNodes(gpuNodes, g.c.Rec.Snapshot(), cfg.Nodes)
+		f := &GPUFault{Client: g.c.Clients.Typed, Journal: g.c.Journal, Labels: g.c.Labels, Nodes: nodes, Kind: cfg.Kind, XID: cfg.XID,
+			Escalate: cfg.Escalate, Exporter: g.c.DCGM}
 		g.mu.Lock()
 		g.nodes, g.armed = nodes, time.Now()
 		g.mu.Unlock()
 		revert, err := f.Arm(ctx)
-		g.reverts.Push("gpu fault", func(ctx context.Context) error {
+		g.c.Reverts.Push("gpu fault", func(ctx context.Context) error {
 			err := revert(ctx)
-			g.log.add("gpu", "reverted", fmt.Sprint(nodes))
+			g.c.Timeline.Add("gpu", "reverted", fmt.Sprint(nodes))
 			return err
 		})
 		if err != nil {
 			g.fail(err)
 			return
 		}
-		sym, _ := faults.SymptomOf(f.Kind, f.XID, 8)
+		sym, _ := SymptomOf(f.Kind, f.XID, 8)
 		detail := fmt.Sprintf("%s on %v: %s (escalation %s)", f.Kind, nodes, sym.Reason, f.Escalate)
-		if g.env.DCGM != nil {
-			detail += "; dcgm metrics at " + g.env.DCGM.URL()
-			if ss, err := scrape.FetchAll(ctx, g.env.DCGM.URL()); err == nil {
+		if g.c.DCGM != nil {
+			detail += "; dcgm metrics at " + g.c.DCGM.URL()
+			if ss, err := scrape.FetchAll(ctx, g.c.DCGM.URL()); err == nil {
 				v := scrape.Sum(ss, "DCGM_FI_DEV_XID_ERRORS", map[string]string{"Hostname": nodes[0], "gpu": "0"})
 				g.mu.Lock()
 				g.xid = &v
@@ -266,7 +292,7 @@ func (g *gpuCell) armAt(ctx context.Context, at time.Time) {
 		g.mu.Lock()
 		g.reason = sym.Reason
 		g.mu.Unlock()
-		g.log.add("gpu", "armed", detail)
+		g.c.Timeline.Add("gpu", "armed", detail)
 	}()
 }
 
@@ -274,7 +300,7 @@ func (g *gpuCell) fail(err error) {
 	g.mu.Lock()
 	g.err = err
 	g.mu.Unlock()
-	g.log.add("gpu", "error", err.Error())
+	g.c.Timeline.Add("gpu", "error", err.Error())
 }
 
 // wait blocks until the fault was armed (or failed) and, with an escalation, until the faulted
@@ -288,14 +314,14 @@ func (g *gpuCell) wait(ctx context.Context, timeout time.Duration) error {
 	g.mu.Lock()
 	err, nodes := g.err, g.nodes
 	g.mu.Unlock()
-	if err != nil || g.env.Config.Faults.GPU.Escalate == "none" {
+	if err != nil || g.c.Config.Faults.GPU.Escalate == "none" {
 		return err
 	}
 	deadline := time.Now().Add(timeout)
 	for _, n := range nodes {
 		for {
 			if t, ok := g.watch.unavailableSince(n); ok {
-				g.log.add("gpu", "effective", fmt.Sprintf("%s unavailable (seen %s)", n, t.Format(time.RFC3339Nano)))
+				g.c.Timeline.Add("gpu", "effective", fmt.Sprintf("%s unavailable (seen %s)", n, t.Format(time.RFC3339Nano)))
 				break
 			}
 			if time.Now().After(deadline) {
@@ -304,7 +330,7 @@ func (g *gpuCell) wait(ctx context.Context, timeout time.Duration) error {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	if g.env.Config.Faults.GPU.Escalate != "taint" {
+	if g.c.Config.Faults.GPU.Escalate != "taint" {
 		return nil
 	}
 	// Taint eviction: wait until the pods on the faulted nodes are being deleted.
@@ -314,17 +340,17 @@ func (g *gpuCell) wait(ctx context.Context, timeout time.Duration) error {
 	}
 	left := func() int {
 		n := 0
-		for _, p := range g.rec.Snapshot().Pods {
+		for _, p := range g.c.Rec.Snapshot().Pods {
 			if faulted[p.Node] && p.Deleted.IsZero() {
 				n++
 			}
 		}
 		return n
 	}
-	if g.rec.WaitFor(ctx, timeout, func() bool { return left() == 0 }) {
-		g.log.add("gpu", "effective", fmt.Sprintf("every pod on %v evicted", nodes))
+	if g.c.Rec.WaitFor(ctx, timeout, func() bool { return left() == 0 }) {
+		g.c.Timeline.Add("gpu", "effective", fmt.Sprintf("every pod on %v evicted", nodes))
 	} else {
-		g.log.add("gpu", "effective", fmt.Sprintf("%d pod(s) still on %v after %s", left(), nodes, timeout))
+		g.c.Timeline.Add("gpu", "effective", fmt.Sprintf("%d pod(s) still on %v after %s", left(), nodes, timeout))
 	}
 	return nil
 }
@@ -361,28 +387,12 @@ func (g *gpuCell) stats(c *results.Cell, snap recorder.Snapshot) *results.FaultS
 	g.watch.mu.Lock()
 	fs.UnavailableMaxFrac, fs.NodesDeleted = g.watch.maxFrac, g.watch.deleted
 	g.watch.mu.Unlock()
-	limit := g.env.Config.Faults.GPU.MaxUnavailableFraction
+	limit := g.c.Config.Faults.GPU.MaxUnavailableFraction
 	fs.Invariants = []results.Invariant{
 		{Name: fmt.Sprintf("at most %.0f%% of GPU nodes unavailable at once", limit*100), Held: fs.UnavailableMaxFrac <= limit+1e-9,
 			Detail: fmt.Sprintf("most unavailable at once: %.0f%%", fs.UnavailableMaxFrac*100)},
 		{Name: "no GPU node removed before its toleration window (10m, the AWS repair policy for AcceleratedHardwareReady)", Held: fs.NodesDeleted == 0,
 			Detail: fmt.Sprintf("%d node(s) deleted during the cell", fs.NodesDeleted)},
 	}
-	return fs
-}
-
-// apfStats reads the throttled level's wait and rejections from the apiserver deltas.
-func apfStats(level string, m map[string]results.Scrape) *results.FaultStats {
-	fs := &results.FaultStats{APFLevel: level}
-	api, ok := m["kube-apiserver"]
-	if !ok || api.Error != "" {
-		return fs
-	}
-	h := scrape.Merge(api.Series, "apiserver_flowcontrol_request_wait_duration_seconds", map[string]string{"priority_level": level})
-	if h.Count > 0 {
-		v := scrape.HistogramQuantile(h, 0.99)
-		fs.APFWaitP99S = &v
-	}
-	fs.APFRejected = scrape.Sum(api.Series, "apiserver_flowcontrol_rejected_requests_total", map[string]string{"priority_level": level})
 	return fs
 }
