@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -132,32 +131,36 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 		add("journal of run "+run, "already gone", err.Error())
 	}
 	host := cluster.RESTConfig().Host
-	// Kueue first: its webhooks (failurePolicy Fail) refuse every update of pods and queues while
-	// the process behind them is gone, so nothing else could be cleaned up while they stay. KEDA
-	// is restored with the other changes, after the namespaces are gone (a running KEDA releases
-	// its ScaledObjects' finalizers itself).
-	restoredFirst := map[string]bool{}
+	env := faults.ReplayEnv{Clients: c, Cluster: cluster}
+	// replay restores one pending change through the registry of replayers (each registered next
+	// to the code that journals the change); false when it could not be confirmed.
+	replay := func(j faults.RunJournal, e faults.Entry) bool {
+		r, ok := faults.ReplayerFor(e)
+		if !ok {
+			add(fmt.Sprintf("restore %s %s %s (run %s)", e.Op, strings.ToLower(e.Kind), e.Name, j.Run), "failed", "no restorer for this change in this brakebench")
+			return false
+		}
+		what := r.What(e, j.Run)
+		if err := r.Replay(ctx, env, e); err != nil {
+			add(what, "failed", err.Error())
+			return false
+		}
+		add(what, "done", "")
+		return true
+	}
+	// Early restorations first (Kueue: its webhooks, failurePolicy Fail, refuse every update of
+	// pods and queues while the process behind them is gone, so nothing else could be cleaned up
+	// while they stay). The rest after the labelled objects are gone (a running KEDA releases its
+	// ScaledObjects' finalizers itself).
+	early := map[string]bool{} // journal path + entry index -> restored
 	for _, j := range journals {
 		if j.Server != host {
 			continue
 		}
-		for _, e := range j.Pending() {
-			if e.Op != faults.OpChanged || e.Kind != "Kueue" {
-				continue
+		for i, e := range j.Pending() {
+			if r, ok := faults.ReplayerFor(e); ok && r.Early {
+				early[fmt.Sprintf("%s#%d", j.Path, i)] = replay(j, e)
 			}
-			what := fmt.Sprintf("restore Kueue / stop the lab's Kueue and LWS (run %s)", j.Run)
-			var rerr error
-			if kc, ok := cluster.(provider.KueueCluster); ok {
-				rerr = kc.RestoreKueue(ctx, e.Original)
-			} else {
-				rerr = fmt.Errorf("cluster provider %s cannot restore Kueue", cluster.Info().Provider)
-			}
-			if rerr != nil {
-				add(what, "failed", rerr.Error())
-				continue
-			}
-			restoredFirst[j.Run+"/"+e.Kind] = true
-			add(what, "done", "")
 		}
 	}
 	sel := kube.RunSelector(run)
@@ -186,47 +189,12 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 			deleteOne(gv.WithResource(e.Resource), e.Namespace, e.Name)
 			ok = ok && failed == before
 		}
-		for _, e := range j.Pending() {
-			what := fmt.Sprintf("restore %s %s (run %s)", strings.ToLower(e.Kind), e.Name, j.Run)
-			var rerr error
-			switch e.Op {
-			case faults.OpController:
-				what = fmt.Sprintf("restore agent-sandbox controller flags (run %s)", j.Run)
-				var orig struct {
-					Version string   `json:"version"`
-					Flags   []string `json:"flags"`
-				}
-				if rerr = json.Unmarshal(e.Original, &orig); rerr == nil {
-					rerr = cluster.Controller().Restore(ctx, orig.Version, orig.Flags)
-				}
-			case faults.OpChanged:
-				switch e.Kind {
-				case "Node":
-					rerr = faults.RestoreNodeFromJournal(ctx, c.Typed, e)
-				case "LabComponent":
-					rerr = faults.RestoreComponentFromJournal(ctx, cluster, e)
-				case "Kueue":
-					if !restoredFirst[j.Run+"/"+e.Kind] {
-						ok = false // reported above
-					}
-					continue
-				case "KEDA":
-					what = fmt.Sprintf("restore KEDA / stop the lab's KEDA and its APIService, HPA sync period (run %s)", j.Run)
-					if kc, isKEDA := cluster.(provider.KEDACluster); isKEDA {
-						rerr = kc.RestoreKEDA(ctx, e.Original)
-					} else {
-						rerr = fmt.Errorf("cluster provider %s cannot restore KEDA", cluster.Info().Provider)
-					}
-				default:
-					rerr = fmt.Errorf("no restorer for %s", e.Kind)
-				}
-			}
-			if rerr != nil {
-				add(what, "failed", rerr.Error())
-				ok = false
+		for i, e := range j.Pending() {
+			if done, wasEarly := early[fmt.Sprintf("%s#%d", j.Path, i)]; wasEarly {
+				ok = ok && done // reported above
 				continue
 			}
-			add(what, "done", "")
+			ok = replay(j, e) && ok
 		}
 		if ok {
 			if err := j.Remove(); err != nil {

@@ -1,0 +1,76 @@
+package suites
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/provider"
+)
+
+// Every change brakebench journals has a replayer that cleanup finds through the registry.
+func TestEveryJournaledChangeHasAReplayer(t *testing.T) {
+	cases := []struct {
+		e     faults.Entry
+		early bool
+	}{
+		{faults.Entry{Op: faults.OpChanged, Kind: "Node", Name: "n1"}, false},
+		{faults.Entry{Op: faults.OpChanged, Kind: "LabComponent", Name: "kube-scheduler"}, false},
+		{faults.Entry{Op: faults.OpController, Ref: "controller"}, false},
+		{faults.Entry{Op: faults.OpChanged, Kind: "Kueue"}, true},
+		{faults.Entry{Op: faults.OpChanged, Kind: "KEDA"}, false},
+	}
+	for _, tc := range cases {
+		r, ok := faults.ReplayerFor(tc.e)
+		if !ok || r.Early != tc.early || r.What(tc.e, "run1") == "" {
+			t.Errorf("%s %s: replayer found %v, early %v", tc.e.Op, tc.e.Kind, ok, r.Early)
+		}
+	}
+	if _, ok := faults.ReplayerFor(faults.Entry{Op: faults.OpChanged, Kind: "Volcano"}); ok {
+		t.Error("an unknown kind must have no replayer (cleanup reports it as failed)")
+	}
+}
+
+type restoreCluster struct {
+	provider.Cluster
+	ctrl *restoreController
+}
+
+func (c restoreCluster) Controller() provider.Controller { return c.ctrl }
+func (c restoreCluster) Info() provider.Info             { return provider.Info{Provider: "test"} }
+func (c restoreCluster) RESTConfig() *rest.Config        { return &rest.Config{} }
+
+type restoreController struct {
+	provider.Controller
+	got string
+}
+
+func (c *restoreController) Restore(_ context.Context, v string, f []string) error {
+	c.got = fmt.Sprint(v, " ", f)
+	return nil
+}
+
+// The controller's journaled original is what cleanup restores; a cluster that cannot restore
+// Kueue says so instead of panicking.
+func TestControllerAndKueueReplay(t *testing.T) {
+	orig, _ := json.Marshal(controllerOriginal{Version: "v0.5.3", Flags: []string{"--a=1"}})
+	ctrl := &restoreController{}
+	env := faults.ReplayEnv{Cluster: restoreCluster{ctrl: ctrl}}
+	e := faults.Entry{Op: faults.OpController, Original: orig}
+	r, _ := faults.ReplayerFor(e)
+	if err := r.Replay(context.Background(), env, e); err != nil || ctrl.got != "v0.5.3 [--a=1]" {
+		t.Fatalf("restored %q, %v", ctrl.got, err)
+	}
+	if err := r.Replay(context.Background(), env, faults.Entry{Op: faults.OpController, Original: []byte("{torn")}); err == nil {
+		t.Error("a torn original must be an error")
+	}
+	k := faults.Entry{Op: faults.OpChanged, Kind: "Kueue"}
+	r, _ = faults.ReplayerFor(k)
+	if err := r.Replay(context.Background(), env, k); err == nil {
+		t.Error("a cluster without Kueue support must fail the Kueue restore")
+	}
+}
