@@ -21,6 +21,7 @@ import (
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
 	"github.com/brakebench/brakebench/internal/sut/kueuelws"
+	"github.com/brakebench/brakebench/internal/teardown"
 )
 
 // gangQuota is Kueue's LWSImmutableGroupSize brake: a Kueue-managed LeaderWorkerSet is admitted
@@ -102,45 +103,23 @@ func (s gangQuota) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 	if env.Versions != nil && kq.Version() != "" {
 		env.Versions["kueue"] = kq.Version()
 	}
-	for i, pc := range plan.Cells {
-		if ctx.Err() != nil {
-			res.Errors = append(res.Errors, "interrupted before cell "+pc.ID)
-			break
-		}
-		env.Progress.Printf("==> cell %d/%d: %s (Kueue --feature-gates %s)", i+1, len(plan.Cells), pc.ID, gateSetting(pc.Name))
-		cell := s.runCell(ctx, env, kq, pc, i)
-		res.Cells = append(res.Cells, cell)
-		res.CellOrder = append(res.CellOrder, pc.ID)
-		if cell.Error != "" {
-			res.Errors = append(res.Errors, pc.ID+": "+cell.Error)
-			env.Progress.Printf("    error: %s", cell.Error)
-		} else {
-			env.Progress.Printf("    %s", cell.Gang.Outcome)
-		}
-	}
+	runCells(ctx, env, plan, res,
+		func(pc PlannedCell) string { return "Kueue --feature-gates " + gateSetting(pc.Name) },
+		func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
+			return s.runCell(ctx, env, sc, kq, pc)
+		},
+		func(c results.Cell) string { return c.Gang.Outcome })
 	res.Summary = analysis.Summarize(res.Cells, plan.Names, res.Baseline, plan.Seed)
 	res.EndedAt = time.Now().UTC()
 	return res, nil
 }
 
-func (gangQuota) runCell(ctx context.Context, env *Env, kq provider.Kueue, pc PlannedCell, idx int) (cell results.Cell) {
+func (gangQuota) runCell(ctx context.Context, env *Env, sc *Scope, kq provider.Kueue, pc PlannedCell) (cell results.Cell) {
 	cfg := env.Config.GangQuota
 	c := env.Clients
-	ns := fmt.Sprintf("bb-%s-%02d", env.RunID, idx)
-	cell = results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Namespace: ns}
+	ns, labels := sc.Namespace, sc.Labels
 	g := &results.Gang{GateOn: pc.Name == "gate-on", QuotaGPUs: cfg.GPUQuota, GPUsPerPod: cfg.GPUsPerPod, Size: cfg.Size, Replicas: cfg.Replicas, KueueVersion: kq.Version()}
 	cell.Gang = g
-	labels := map[string]string{kube.ManagedByKey: kube.ManagedByValue, kube.RunIDKey: env.RunID}
-	cellStart := time.Now()
-	var cellReverts faults.Stack
-	env.Reverts.Push("cell "+pc.ID, cellReverts.Run)
-	defer func() {
-		teardown := time.Now()
-		if err := cellReverts.Run(context.WithoutCancel(ctx)); err != nil && cell.Error == "" {
-			cell.Error = err.Error()
-		}
-		cell.Phases = map[string]float64{"teardown": time.Since(teardown).Seconds(), "total": time.Since(cellStart).Seconds()}
-	}()
 
 	if err := kq.SetGates(ctx, []string{gateSetting(pc.Name)}); err != nil {
 		cell.Error = "set Kueue feature gates: " + err.Error()
@@ -163,19 +142,15 @@ func (gangQuota) runCell(ctx context.Context, env *Env, kq provider.Kueue, pc Pl
 			return cell
 		}
 		name := o.GetName()
-		cellReverts.Push(o.GetKind()+" "+name, func(ctx context.Context) error {
-			return DeleteAndWait(ctx, c, gvr, "", name, 2*time.Minute)
+		sc.Reverts.Push(o.GetKind()+" "+name, func(ctx context.Context) error {
+			return teardown.DeleteAndWait(ctx, c, gvr, "", name, 2*time.Minute)
 		})
 	}
-	cellReverts.Push("namespace "+ns, func(ctx context.Context) error {
-		// The LWS first, so its pods go before Kueue's queue does.
-		_ = DeleteAndWait(ctx, c, kueuelws.LWSGVR, ns, lws.GetName(), 2*time.Minute)
-		return DeleteNamespace(ctx, c, ns, 5*time.Minute)
+	sc.Reverts.Push("LeaderWorkerSet and namespace "+ns, func(ctx context.Context) error {
+		// The LWS and the namespace before the queue and the flavor: pods go before Kueue's queue does.
+		_ = teardown.DeleteAndWait(ctx, c, kueuelws.LWSGVR, ns, lws.GetName(), 2*time.Minute)
+		return teardown.DeleteNamespace(ctx, c, ns, 5*time.Minute)
 	})
-	if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
-		cell.Error = "create namespace: " + err.Error()
-		return cell
-	}
 	tr, err := startGangTracker(ctx, c, ns, cq.GetName(), lws.GetName())
 	if err != nil {
 		cell.Error = err.Error()

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,9 +22,9 @@ import (
 	"github.com/brakebench/brakebench/internal/demand"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/provider"
-	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/sut/keda"
+	"github.com/brakebench/brakebench/internal/teardown"
 	"github.com/brakebench/brakebench/loadgen"
 )
 
@@ -153,41 +152,32 @@ func (s poolAutoscaling) Run(ctx context.Context, env *Env, plan *Plan) (*result
 		}
 	}
 	registered := false
-	for i, pc := range plan.Cells {
-		if ctx.Err() != nil {
-			res.Errors = append(res.Errors, "interrupted before cell "+pc.ID)
-			break
-		}
-		env.Progress.Printf("==> cell %d/%d: %s (profile %s, controller flags %v)", i+1, len(plan.Cells), pc.ID, pc.Profile, pc.Flags)
-		var cell results.Cell
-		if err := configureController(ctx, env, "", pc.Flags, &registered); err != nil {
-			cell = results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, Error: "configure controller: " + err.Error()}
-		} else {
-			cell = s.runCell(ctx, env, k, pc, i, plan.Seed)
-		}
-		version, flags := env.Cluster.Controller().Current()
-		cell.Controller = results.Controller{Version: version, Flags: flags}
-		res.Cells = append(res.Cells, cell)
-		res.CellOrder = append(res.CellOrder, pc.ID)
-		if cell.Error != "" {
-			res.Errors = append(res.Errors, pc.ID+": "+cell.Error)
-			env.Progress.Printf("    error: %s", cell.Error)
-			continue
-		}
-		for _, a := range cell.Autoscale.Assertions {
-			env.Progress.Printf("    %s", a)
-		}
-	}
+	runCells(ctx, env, plan, res,
+		func(pc PlannedCell) string {
+			return fmt.Sprintf("profile %s, controller flags %v", pc.Profile, pc.Flags)
+		},
+		func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
+			var cell results.Cell
+			if err := configureController(ctx, env, "", pc.Flags, &registered); err != nil {
+				cell = results.Cell{Brake: pc.Brake, Error: "configure controller: " + err.Error()}
+			} else {
+				cell = s.runCell(ctx, env, sc, k, pc, idx, plan.Seed)
+			}
+			version, flags := env.Cluster.Controller().Current()
+			cell.Controller = results.Controller{Version: version, Flags: flags}
+			return cell
+		},
+		func(c results.Cell) string { return strings.Join(c.Autoscale.Assertions, "\n    ") })
 	res.Summary = analysis.Summarize(res.Cells, plan.Names, res.Baseline, plan.Seed)
 	res.EndedAt = time.Now().UTC()
 	return res, nil
 }
 
-func (poolAutoscaling) runCell(ctx context.Context, env *Env, k provider.KEDA, pc PlannedCell, idx int, seed int64) (cell results.Cell) {
+func (poolAutoscaling) runCell(ctx context.Context, env *Env, sc *Scope, k provider.KEDA, pc PlannedCell, idx int, seed int64) (cell results.Cell) {
 	a := env.Config.Autoscale
 	c := env.Clients
-	ns := fmt.Sprintf("bb-%s-%02d", env.RunID, idx)
-	cell = results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, Namespace: ns}
+	ns, labels := sc.Namespace, sc.Labels
+	cell = results.Cell{Brake: pc.Brake}
 	profile, _ := config.ParseProfile(pc.Profile)
 	maxR := a.MaxReplicas
 	if maxR == 0 {
@@ -205,28 +195,11 @@ func (poolAutoscaling) runCell(ctx context.Context, env *Env, k provider.KEDA, p
 		as.HPASyncPeriod, as.KEDAVersion = k.HPASyncPeriod(), k.Version()
 	}
 	cell.Autoscale = as
-	labels := map[string]string{kube.ManagedByKey: kube.ManagedByValue, kube.RunIDKey: env.RunID}
-	cellStart := time.Now()
-	var cellReverts faults.Stack
-	env.Reverts.Push("cell "+pc.ID, cellReverts.Run)
-	defer func() {
-		teardown := time.Now()
-		if err := cellReverts.Run(context.WithoutCancel(ctx)); err != nil && cell.Error == "" {
-			cell.Error = err.Error()
-		}
-		cell.Phases = map[string]float64{"teardown": time.Since(teardown).Seconds(), "total": time.Since(cellStart).Seconds()}
-	}()
-	cellReverts.Push("namespace "+ns, func(ctx context.Context) error { return DeleteNamespace(ctx, c, ns, 5*time.Minute) })
-	if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
-		cell.Error = "create namespace: " + err.Error()
-		return cell
-	}
-	rec, err := recorder.Start(ctx, c, ns)
+	rec, err := sc.Recorder(ctx)
 	if err != nil {
 		cell.Error = err.Error()
 		return cell
 	}
-	defer rec.Stop()
 	hpas, stopHPA, err := hpaInformer(ctx, c, ns)
 	if err != nil {
 		cell.Error = err.Error()
@@ -249,7 +222,7 @@ func (poolAutoscaling) runCell(ctx context.Context, env *Env, k provider.KEDA, p
 			cell.Error = err.Error()
 			return cell
 		}
-		cellReverts.Push("demand exporter", exp.Stop)
+		sc.Reverts.Push("demand exporter", exp.Stop)
 		url = exp.URL()
 		if k != nil {
 			url = k.ExporterURL(url)
@@ -265,11 +238,11 @@ func (poolAutoscaling) runCell(ctx context.Context, env *Env, k provider.KEDA, p
 		as.ScaledObject, as.HPA = so.GetName(), keda.HPAName(so.GetName())
 		// Deleting the ScaledObject makes KEDA delete its HPA; the HPA must be gone before the
 		// namespace goes (it would otherwise scale a pool mid-teardown).
-		cellReverts.Push("ScaledObject "+so.GetName(), func(ctx context.Context) error {
-			if err := DeleteAndWait(ctx, c, keda.ScaledObjectGVR, ns, so.GetName(), 2*time.Minute); err != nil {
+		sc.Reverts.Push("ScaledObject "+so.GetName(), func(ctx context.Context) error {
+			if err := teardown.DeleteAndWait(ctx, c, keda.ScaledObjectGVR, ns, so.GetName(), 2*time.Minute); err != nil {
 				return err
 			}
-			return DeleteAndWait(ctx, c, keda.HPAGVR, ns, as.HPA, 2*time.Minute)
+			return teardown.DeleteAndWait(ctx, c, keda.HPAGVR, ns, as.HPA, 2*time.Minute)
 		})
 		created := time.Now()
 		if err := c.Apply(ctx, []*unstructured.Unstructured{so}, labels); err != nil {

@@ -224,34 +224,21 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 	ctrl := env.Cluster.Controller()
 	restored := false
 	rng := rand.New(rand.NewPCG(uint64(plan.Seed), 1))
-	for i, pc := range plan.Cells {
-		if ctx.Err() != nil {
-			res.Errors = append(res.Errors, "interrupted before cell "+pc.ID)
-			break
-		}
-		if pc.NotApplicable != "" {
-			res.Cells = append(res.Cells, results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, NotApplicable: pc.NotApplicable,
-				Controller: results.Controller{Version: pc.Version, Flags: pc.Flags}})
-			env.Progress.Printf("==> cell %d/%d: %s not applicable: %s", i+1, len(plan.Cells), pc.ID, pc.NotApplicable)
-			continue
-		}
-		env.Progress.Printf("==> cell %d/%d: %s (version %s, flags: %v)", i+1, len(plan.Cells), pc.ID, versionName(pc.Version), pc.Flags)
-		if err := configureController(ctx, env, pc.Version, pc.FillFlags, &restored); err != nil {
-			cell := results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, Error: "configure controller: " + err.Error()}
-			res.Cells = append(res.Cells, cell)
-			res.Errors = append(res.Errors, pc.ID+": "+cell.Error)
-			continue
-		}
-		cell := runCell(ctx, env, pc, i, schedule(cfg.Workload, rng))
-		version, flags := ctrl.Current()
-		cell.Controller = results.Controller{Version: version, Flags: flags}
-		res.Cells = append(res.Cells, cell)
-		res.CellOrder = append(res.CellOrder, pc.ID)
-		if cell.Error != "" {
-			res.Errors = append(res.Errors, pc.ID+": "+cell.Error)
-		}
-		env.Progress.Printf("    %s", oneLine(cell))
-	}
+	runCells(ctx, env, plan, res,
+		func(pc PlannedCell) string {
+			return fmt.Sprintf("version %s, flags: %v", versionName(pc.Version), pc.Flags)
+		},
+		func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
+			var cell results.Cell
+			if err := configureController(ctx, env, pc.Version, pc.FillFlags, &restored); err != nil {
+				cell = results.Cell{Brake: pc.Brake, Fault: pc.Fault, Error: "configure controller: " + err.Error()}
+			} else {
+				cell = runCell(ctx, env, sc, pc, idx, schedule(cfg.Workload, rng))
+			}
+			version, flags := ctrl.Current()
+			cell.Controller = results.Controller{Version: version, Flags: flags}
+			return cell
+		}, oneLine)
 	res.Summary = analysis.Summarize(res.Cells, plan.Names, res.Baseline, plan.Seed)
 	res.Loadgen = results.Loadgen{Identity: cfg.Loadgen.Identity, Connections: cfg.Loadgen.Connections, QPS: cfg.Loadgen.QPS, MaxInFlight: cfg.Loadgen.MaxInFlight}
 	if env.APF != nil {

@@ -6,15 +6,11 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/brakes"
-	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/provider"
-	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
 	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
@@ -27,52 +23,20 @@ const (
 	templateName = "bench-template"
 )
 
-// runCell runs one cell: namespace, template and pool, wait full, fire, wait Ready and refill,
-// scrape, assemble, delete the namespace. Errors end up in cell.Error; the run goes on.
-func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadgen.Schedule) (cell results.Cell) {
+// runCell runs one cell in its scope: template and pool, wait full, fire, wait Ready and refill,
+// scrape, assemble. Errors end up in cell.Error; the run goes on.
+func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, sched loadgen.Schedule) (cell results.Cell) {
 	cfg := env.Config
 	wl := cfg.Workload
-	cell = results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, Fault: pc.Fault}
-	ns := fmt.Sprintf("bb-%s-%02d", env.RunID, idx)
-	cell.Namespace = ns
-	labels := map[string]string{kube.ManagedByKey: kube.ManagedByValue, kube.RunIDKey: env.RunID}
+	cell = results.Cell{Brake: pc.Brake, Fault: pc.Fault, Phases: map[string]float64{}}
+	ns, labels, log := sc.Namespace, sc.Labels, sc.Timeline
 	c := env.Clients
-
-	// Namespace teardown is registered before the namespace exists; it runs at the end of the
-	// cell, or from the run's revert stack if the run is interrupted first.
-	var cellReverts faults.Stack
-	log := &faults.Timeline{}
-	var t0 time.Time
-	cellStart := time.Now()
-	phase := func(name string, since time.Time) {
-		if cell.Phases == nil {
-			cell.Phases = map[string]float64{}
-		}
-		cell.Phases[name] = time.Since(since).Seconds()
-	}
-	cellReverts.Push("namespace "+ns, func(ctx context.Context) error { return DeleteNamespace(ctx, c, ns, 5*time.Minute) })
-	env.Reverts.Push("cell "+pc.ID, cellReverts.Run)
-	defer func() {
-		teardown := time.Now()
-		if err := cellReverts.Run(context.WithoutCancel(ctx)); err != nil && cell.Error == "" {
-			cell.Error = err.Error()
-		}
-		phase("teardown", teardown)
-		phase("total", cellStart)
-		if !t0.IsZero() {
-			cell.FaultLog = log.Relative(t0)
-		}
-	}()
-	if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
-		cell.Error = "create namespace: " + err.Error()
-		return cell
-	}
-	rec, err := recorder.Start(ctx, c, ns)
+	phase := func(name string, since time.Time) { cell.Phases[name] = time.Since(since).Seconds() }
+	rec, err := sc.Recorder(ctx)
 	if err != nil {
 		cell.Error = err.Error()
 		return cell
 	}
-	defer rec.Stop()
 
 	// The API server's request counters before the fill: over-creation shows most when a pool
 	// goes from empty to full, so the fill is measured as well as the refill.
@@ -109,7 +73,7 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 		version = env.Versions["agent-sandbox"]
 	}
 	if err := brakes.FromResult(pc.Brake).Apply(ctx, &brakes.Cell{Clients: c, Version: version, Source: env.Source, Labels: labels,
-		Journal: env.Journal, Reverts: &cellReverts, Log: log.Add}); err != nil {
+		Journal: env.Journal, Reverts: sc.Reverts, Log: log.Add}); err != nil {
 		cell.Error = "apply brake " + err.Error()
 		return cell
 	}
@@ -118,7 +82,7 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	// when told the burst's start).
 	var armed faults.Armed
 	if f, _ := faults.CellFaultNamed(pc.Fault); f != nil {
-		armed, err = f.Arm(ctx, &faults.Cell{Config: cfg, Clients: c, Cluster: env.Cluster, Journal: env.Journal, Reverts: &cellReverts,
+		armed, err = f.Arm(ctx, &faults.Cell{Config: cfg, Clients: c, Cluster: env.Cluster, Journal: env.Journal, Reverts: sc.Reverts,
 			Labels: labels, Namespace: ns, RunID: env.RunID, Index: idx, Rec: rec, Timeline: log, DCGM: env.DCGM})
 		if err != nil {
 			cell.Error = "arm " + pc.Fault + ": " + err.Error()
@@ -162,7 +126,8 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	gen.Progress = sent
 	ready := env.Progress.Counter("claims Ready "+pc.ID, len(sched))
 
-	t0 = time.Now().Add(50 * time.Millisecond)
+	t0 := time.Now().Add(50 * time.Millisecond)
+	sc.T0 = t0
 	if armed != nil {
 		armed.Fired(ctx, t0)
 	}
@@ -224,9 +189,6 @@ func runCell(ctx context.Context, env *Env, pc PlannedCell, idx int, sched loadg
 	if !refilled && cell.Error == "" {
 		r, _ := rec.PoolReady(PoolName)
 		env.Progress.Printf("    pool did not refill within %s (%d/%d Ready)", wl.RefillTimeout, r, wl.Pool)
-	}
-	if ctx.Err() != nil && cell.Error == "" {
-		cell.Error = "interrupted"
 	}
 	return cell
 }

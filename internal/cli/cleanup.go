@@ -19,7 +19,7 @@ import (
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/provider/labprovider"
-	"github.com/brakebench/brakebench/suites"
+	"github.com/brakebench/brakebench/internal/teardown"
 )
 
 // cleanupItem is one line of the cleanup report.
@@ -108,14 +108,14 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 			add(what, "failed", kube.ShortErr(err))
 		case gvr.Resource == "namespaces":
 			// Confirm: a namespace is gone only once its contents are.
-			if werr := suites.DeleteNamespace(ctx, c, name, 5*time.Minute); werr != nil {
+			if werr := teardown.DeleteNamespace(ctx, c, name, 5*time.Minute); werr != nil {
 				add(what, "failed", werr.Error())
 			} else {
 				add(what, "done", "deleted and confirmed gone")
 			}
 		default:
 			// Confirm too (a finalizer whose controller is gone would otherwise keep it).
-			if werr := suites.DeleteAndWait(ctx, c, gvr, ns, name, time.Minute); werr != nil {
+			if werr := teardown.DeleteAndWait(ctx, c, gvr, ns, name, time.Minute); werr != nil {
 				add(what, "failed", werr.Error())
 			} else {
 				add(what, "done", "deleted and confirmed gone")

@@ -110,11 +110,14 @@ type Cell struct {
 	Stats      CellStats         `json:"stats"`
 	// Phases: wall seconds of fill, brakes (controller restart), claims (burst to all Ready),
 	// refill_wait, teardown and total: where a cell's time goes.
-	Phases        map[string]float64 `json:"phases,omitempty"`
-	Fault         string             `json:"fault,omitempty"`
-	FaultLog      []FaultEvent       `json:"faultLog,omitempty"`
-	Error         string             `json:"error,omitempty"`
-	NotApplicable string             `json:"notApplicable,omitempty"`
+	Phases   map[string]float64 `json:"phases,omitempty"`
+	Fault    string             `json:"fault,omitempty"`
+	FaultLog []FaultEvent       `json:"faultLog,omitempty"`
+	Error    string             `json:"error,omitempty"`
+	// TeardownError: the cell measured, but deleting what it created failed (a run error; the
+	// cell's numbers stand).
+	TeardownError string `json:"teardownError,omitempty"`
+	NotApplicable string `json:"notApplicable,omitempty"`
 	// Gang is the gang-quota suite's record of the cell (nil for other suites).
 	Gang *Gang `json:"gang,omitempty"`
 	// Autoscale is the pool-autoscaling suite's record of the cell (nil for other suites).

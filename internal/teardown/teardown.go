@@ -1,4 +1,7 @@
-package suites
+// Package teardown deletes what brakebench created and waits, on watches, until it is gone: a cell's
+// namespace with everything in it, or one object by exact name. Suites, the cell runner and
+// `brakebench cleanup` share it.
+package teardown
 
 import (
 	"context"

@@ -1,0 +1,127 @@
+package suites
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/recorder"
+	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/teardown"
+)
+
+// Scope is one cell's footing, the same for every suite: a labelled namespace of its own, a
+// revert stack that is on the run's stack before anything is created (so an interrupt tears the
+// cell down too), the cell's timeline, its phase timings and its teardown.
+type Scope struct {
+	Namespace string
+	Labels    map[string]string
+	// Reverts are the cell's: they run, newest first, at the end of the cell or on interrupt.
+	Reverts  *faults.Stack
+	Timeline *faults.Timeline
+	// T0 is when the cell's load starts (the fault timeline is relative to it); zero: none.
+	T0 time.Time
+
+	clients *kube.Clients
+	start   time.Time
+	phases  map[string]float64
+}
+
+// Phase records the seconds since since as phase name.
+func (s *Scope) Phase(name string, since time.Time) {
+	s.phases[name] = time.Since(since).Seconds()
+}
+
+// Recorder starts the recorder's informers on the cell's namespace; they stop with the cell.
+func (s *Scope) Recorder(ctx context.Context) (*recorder.Recorder, error) {
+	rec, err := recorder.Start(ctx, s.clients, s.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	s.Reverts.Push("recorder", func(context.Context) error { rec.Stop(); return nil })
+	return rec, nil
+}
+
+// cellFunc is a suite's experiment for one planned cell, inside its scope. The runner fills in
+// the cell's identity, namespace, phases and fault timeline.
+type cellFunc func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell
+
+// runCells runs the plan's cells in order, the one loop every suite shares: a cell the plan
+// marked not applicable is recorded as such, an interrupt stops the run before the next cell,
+// every cell gets its scope, and errors reach the run's error list. describe adds to a cell's
+// progress line, outcome is printed after it.
+func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, describe func(PlannedCell) string, run cellFunc, outcome func(results.Cell) string) {
+	for i, pc := range plan.Cells {
+		if ctx.Err() != nil {
+			res.Errors = append(res.Errors, "interrupted before cell "+pc.ID)
+			break
+		}
+		if pc.NotApplicable != "" {
+			res.Cells = append(res.Cells, results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, Fault: pc.Fault, NotApplicable: pc.NotApplicable,
+				Controller: results.Controller{Version: pc.Version, Flags: pc.Flags}})
+			env.Progress.Printf("==> cell %d/%d: %s not applicable: %s", i+1, len(plan.Cells), pc.ID, pc.NotApplicable)
+			continue
+		}
+		env.Progress.Printf("==> cell %d/%d: %s (%s)", i+1, len(plan.Cells), pc.ID, describe(pc))
+		cell := runScoped(ctx, env, pc, i, run)
+		res.Cells = append(res.Cells, cell)
+		res.CellOrder = append(res.CellOrder, pc.ID)
+		if cell.Error != "" {
+			res.Errors = append(res.Errors, pc.ID+": "+cell.Error)
+			env.Progress.Printf("    error: %s", cell.Error)
+		} else if outcome != nil {
+			env.Progress.Printf("    %s", outcome(cell))
+		}
+		if cell.TeardownError != "" {
+			res.Errors = append(res.Errors, pc.ID+": teardown: "+cell.TeardownError)
+			env.Progress.Printf("    teardown: %s", cell.TeardownError)
+		}
+	}
+}
+
+// runScoped opens a cell's scope, runs the experiment and tears the scope down. The namespace's
+// deletion is registered before the namespace exists. A teardown that fails does not void what
+// the cell measured: it is reported as the cell's teardown error (and a run error).
+func runScoped(ctx context.Context, env *Env, pc PlannedCell, idx int, run cellFunc) (cell results.Cell) {
+	c := env.Clients
+	sc := &Scope{
+		Namespace: fmt.Sprintf("bb-%s-%02d", env.RunID, idx),
+		Labels:    map[string]string{kube.ManagedByKey: kube.ManagedByValue, kube.RunIDKey: env.RunID},
+		Reverts:   &faults.Stack{}, Timeline: &faults.Timeline{},
+		clients: c, start: time.Now(), phases: map[string]float64{},
+	}
+	sc.Reverts.Push("namespace "+sc.Namespace, func(ctx context.Context) error {
+		return teardown.DeleteNamespace(ctx, c, sc.Namespace, 5*time.Minute)
+	})
+	env.Reverts.Push("cell "+pc.ID, sc.Reverts.Run)
+	defer func() {
+		down := time.Now()
+		if err := sc.Reverts.Run(context.WithoutCancel(ctx)); err != nil {
+			cell.TeardownError = err.Error()
+		}
+		sc.Phase("teardown", down)
+		sc.Phase("total", sc.start)
+		for k, v := range cell.Phases {
+			if _, ok := sc.phases[k]; !ok {
+				sc.phases[k] = v
+			}
+		}
+		cell.Phases = sc.phases
+		if !sc.T0.IsZero() {
+			cell.FaultLog = sc.Timeline.Relative(sc.T0)
+		}
+		cell.ID, cell.Name, cell.Rep, cell.Namespace = pc.ID, pc.Name, pc.Rep, sc.Namespace
+		if ctx.Err() != nil && cell.Error == "" {
+			cell.Error = "interrupted"
+		}
+	}()
+	if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sc.Namespace, Labels: sc.Labels}}, metav1.CreateOptions{}); err != nil {
+		return results.Cell{Brake: pc.Brake, Fault: pc.Fault, Error: "create namespace: " + err.Error()}
+	}
+	return run(ctx, sc, pc, idx)
+}
