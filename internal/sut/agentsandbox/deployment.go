@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brakebench/brakebench/internal/kube"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/brakebench/brakebench/internal/flagset"
@@ -126,18 +126,7 @@ func (d *Deployment) apply(ctx context.Context, s deploymentSnapshot) error {
 }
 
 func (d *Deployment) waitRollout(ctx context.Context, timeout time.Duration) error {
-	return wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		dep, err := d.get(ctx)
-		if err != nil {
-			return false, err
-		}
-		want := int32(1)
-		if dep.Spec.Replicas != nil {
-			want = *dep.Spec.Replicas
-		}
-		st := dep.Status
-		return st.ObservedGeneration >= dep.Generation && st.UpdatedReplicas == want && st.AvailableReplicas == want && st.Replicas == want, nil
-	})
+	return kube.WaitRollout(ctx, d.Client, d.Namespace, d.Name, timeout)
 }
 
 func imageTag(image string) string {

@@ -46,43 +46,7 @@ const (
 // conversion webhook: only v1beta1 (the storage version every client here uses) is kept and the
 // conversion strategy is None. Keeping v1alpha1 served with None would be wrong: the schemas differ.
 func CRDs(moduleDir string) ([]*unstructured.Unstructured, error) {
-	files, err := filepath.Glob(filepath.Join(moduleDir, "k8s", "crds", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no CRDs under %s/k8s/crds", moduleDir)
-	}
-	sort.Strings(files)
-	var out []*unstructured.Unstructured
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		objs, err := kube.DecodeYAML(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		for _, o := range objs {
-			versions, _, _ := unstructured.NestedSlice(o.Object, "spec", "versions")
-			var keep []any
-			for _, v := range versions {
-				vm, _ := v.(map[string]any)
-				if vm["name"] == "v1beta1" {
-					vm["storage"] = true
-					vm["served"] = true
-					keep = append(keep, vm)
-				}
-			}
-			if len(keep) == 0 {
-				return nil, fmt.Errorf("%s: CRD %s has no v1beta1 version", f, o.GetName())
-			}
-			if err := unstructured.SetNestedSlice(o.Object, keep, "spec", "versions"); err != nil {
-				return nil, err
-			}
-			_ = unstructured.SetNestedMap(o.Object, map[string]any{"strategy": "None"}, "spec", "conversion")
-			out = append(out, o)
-		}
-	}
-	return out, nil
+	return kube.OneVersionCRDs(filepath.Join(moduleDir, "k8s", "crds", "*.yaml"), kube.KeepVersion("v1beta1"))
 }
 
 // RBAC returns the upstream namespace, ServiceAccount, roles and bindings of the controller (the

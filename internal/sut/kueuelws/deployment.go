@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brakebench/brakebench/internal/kube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -50,18 +50,7 @@ func (d *Deployment) SetArgs(ctx context.Context, container string, args []strin
 	if _, err := d.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.StrategicMergePatchType, raw, metav1.PatchOptions{FieldManager: "brakebench"}); err != nil {
 		return fmt.Errorf("patch %s/%s: %w", d.Namespace, d.Name, err)
 	}
-	return wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		dep, err := d.Client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		want := int32(1)
-		if dep.Spec.Replicas != nil {
-			want = *dep.Spec.Replicas
-		}
-		st := dep.Status
-		return st.ObservedGeneration >= dep.Generation && st.UpdatedReplicas == want && st.AvailableReplicas == want && st.Replicas == want, nil
-	})
+	return kube.WaitRollout(ctx, d.Client, d.Namespace, d.Name, 5*time.Minute)
 }
 
 // MergeGates sets each "Name=bool" of gates in args' --feature-gates (adding the flag when

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,39 +55,7 @@ func LWSCRDs(moduleDir string) ([]*unstructured.Unstructured, error) {
 }
 
 func storageOnlyCRDs(dir string) ([]*unstructured.Unstructured, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no CRDs under %s", dir)
-	}
-	sort.Strings(files)
-	var out []*unstructured.Unstructured
-	for _, f := range files {
-		objs, err := readYAML(f)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			if o.GetKind() != "CustomResourceDefinition" {
-				continue
-			}
-			versions, _, _ := unstructured.NestedSlice(o.Object, "spec", "versions")
-			var keep []any
-			for _, v := range versions {
-				if vm, _ := v.(map[string]any); vm["storage"] == true {
-					keep = append(keep, vm)
-				}
-			}
-			if len(keep) != 1 {
-				return nil, fmt.Errorf("%s: CRD %s has %d storage versions", f, o.GetName(), len(keep))
-			}
-			if err := unstructured.SetNestedSlice(o.Object, keep, "spec", "versions"); err != nil {
-				return nil, err
-			}
-			_ = unstructured.SetNestedMap(o.Object, map[string]any{"strategy": "None"}, "spec", "conversion")
-			out = append(out, o)
-		}
-	}
-	return out, nil
+	return kube.OneVersionCRDs(filepath.Join(dir, "*.yaml"), kube.KeepStorage)
 }
 
 func readYAML(path string) ([]*unstructured.Unstructured, error) {
