@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/signal"
 	"syscall"
@@ -22,13 +23,15 @@ import (
 func (a *app) exporterCmd() *cobra.Command {
 	var ns, selector, listen, kubeconfig, kubeContext, image, installNS string
 	var printManifests bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "exporter",
 		Short: "Serve the count of SandboxClaims in a namespace as JSON for KEDA's metrics-api scaler",
 		Long: "Serves {\"claims\": N} at " + demand.Path + ", N being the SandboxClaims matching --selector (in --namespace, or\n" +
 			"every namespace), from an informer: an API error leaves the last count in place instead of reading as\n" +
 			"zero demand. In a pod it uses the in-cluster config and needs only get/list/watch on sandboxclaims.\n" +
-			"--print-manifests prints what runs it in-cluster.",
+			"--print-manifests prints what runs it in-cluster. It gives up (exit 2) when the cluster has not answered\n" +
+			"the first list within --timeout.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if printManifests {
@@ -45,6 +48,9 @@ func (a *app) exporterCmd() *cobra.Command {
 				fmt.Fprintf(a.stdout, "# KEDA reads: --set poolAutoscaling.exporterURL=http://brakebench-demand.%s.svc:8080%s\n", installNS, demand.Path)
 				return nil
 			}
+			if timeout <= 0 || timeout > 24*time.Hour {
+				return badInput(fmt.Errorf("--timeout: expected a positive duration up to 24h, got %s", timeout))
+			}
 			rc, err := rest.InClusterConfig()
 			if err != nil || kubeconfig != "" || kubeContext != "" {
 				if rc, err = kube.RESTConfig(kubeconfig, kubeContext); err != nil {
@@ -57,8 +63,17 @@ func (a *app) exporterCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			e, err := demand.Start(ctx, dc, ns, selector, listen)
-			if err != nil {
+			fmt.Fprintf(a.stderr, "exporter: listing SandboxClaims from %s (giving up after %s)\n", rc.Host, timeout)
+			syncCtx, syncCancel := context.WithTimeout(ctx, timeout)
+			e, err := demand.Start(syncCtx, dc, ns, selector, listen)
+			syncCancel()
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return interrupted("before the exporter served")
+			case errors.Is(err, demand.ErrCannotList):
+				// Nothing was served yet: an unreachable cluster is bad input, as for run.
+				return badInput(fmt.Errorf("cannot use the cluster at %s (waited up to %s, --timeout): %w", rc.Host, timeout, err))
+			case err != nil:
 				return err
 			}
 			where := "every namespace"
@@ -80,5 +95,6 @@ func (a *app) exporterCmd() *cobra.Command {
 	cmd.Flags().StringVar(&kubeContext, "context", "", "kubeconfig context")
 	cmd.Flags().BoolVar(&printManifests, "print-manifests", false, "print a Deployment, Service, ServiceAccount and read-only Role that run the exporter in --namespace, and exit")
 	cmd.Flags().StringVar(&image, "image", "", "with --print-manifests: the brakebench image to run")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for the cluster to answer the first list of SandboxClaims")
 	return cmd
 }

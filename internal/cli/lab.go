@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -128,7 +129,11 @@ func (a *app) labCmd() *cobra.Command {
 			if lab.IsNotUp(err) {
 				fmt.Fprintf(a.stdout, "lab %q is not up\n", cfg.Lab.Name)
 				if left := l.Leftovers(); len(left) > 0 {
-					fmt.Fprintf(a.stdout, "but processes of it are still running: %v (run `brakebench lab down`)\n", left)
+					pids := make([]string, len(left))
+					for i, pid := range left {
+						pids[i] = strconv.Itoa(pid)
+					}
+					fmt.Fprintf(a.stdout, "but processes of it are still running: PIDs %s (run `brakebench lab down`)\n", strings.Join(pids, ", "))
 				}
 				return nil
 			}

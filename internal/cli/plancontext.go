@@ -12,19 +12,28 @@ import (
 	"github.com/brakebench/brakebench/suites"
 )
 
+// fetchModule returns a module's directory in the Go module cache, downloading it on first use;
+// ctx ends the download.
+func (a *app) fetchModule(ctx context.Context, mod, version string) (string, error) {
+	if a.moduleDir != nil {
+		return a.moduleDir(ctx, mod, version)
+	}
+	return (&labbuild.Builder{}).ModuleDir(ctx, mod, version)
+}
+
 // planContext answers "does agent-sandbox at version know this flag" from the version's own
 // source in the Go module cache (downloaded on first use). A version the proxy does not serve is
-// an error here, before anything touches a cluster.
+// an error here, before anything touches a cluster. ctx is the command's signal context: Ctrl-C
+// or SIGTERM ends a download in progress.
 func (a *app) planContext(ctx context.Context) suites.PlanContext {
 	versions, _ := labbuild.LoadVersions()
-	b := &labbuild.Builder{}
 	var mu sync.Mutex
 	sources := map[string]string{}
 	source := func(version string) (string, error) {
 		if version == "" {
 			version = versions.AgentSandbox
 		}
-		dir, err := b.ModuleDir(ctx, "sigs.k8s.io/agent-sandbox", version)
+		dir, err := a.fetchModule(ctx, "sigs.k8s.io/agent-sandbox", version)
 		if err != nil {
 			return "", fmt.Errorf("agent-sandbox %s cannot be had here: %w", version, err)
 		}

@@ -61,7 +61,7 @@ func (a *app) reproduce(ctx context.Context, quick, strict bool, only []string) 
 		if quick {
 			sets = append(sets, sc.Quick...)
 		}
-		cfg, s, plan, err := a.prepare(sc.Suite, sets...)
+		cfg, s, plan, err := a.prepare(ctx, sc.Suite, true, sets...)
 		if err != nil {
 			return fmt.Errorf("scenario %s: %w", name, err)
 		}

@@ -62,8 +62,11 @@ func (g *globalFlags) loader(suite string) config.Loader {
 	if g.out != "" {
 		flags["out"] = g.out
 	}
-	return config.Loader{Suite: suite, Files: g.files, Env: os.Environ(), Sets: g.sets, Flags: flags}
+	return config.Loader{Suite: suite, Files: g.files, Env: os.Environ(), Sets: g.sets, Flags: flags, FlagNames: configFlagNames}
 }
+
+// configFlagNames names the flag that sets each config key, for error messages.
+var configFlagNames = map[string]string{"cluster.provider": "--cluster", "cluster.kubeconfig": "--kubeconfig", "cluster.context": "--context", "out": "--out"}
 
 func (g *globalFlags) load(suite string) (*config.Resolved, error) {
 	r, err := g.loader(suite).Load()
@@ -78,6 +81,14 @@ type app struct {
 	g      globalFlags
 	stdout io.Writer
 	stderr io.Writer
+	// moduleDir finds a module in the Go module cache, downloading it on first use; nil: the
+	// lab builder's (tests replace it).
+	moduleDir func(ctx context.Context, mod, version string) (string, error)
+}
+
+// interrupted is the error of a command stopped by Ctrl-C or SIGTERM (exit 130).
+func interrupted(what string) error {
+	return &ExitError{Code: ExitInterrupted, Err: fmt.Errorf("interrupted %s", what)}
 }
 
 // NewRoot builds the command tree.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,13 +34,10 @@ import (
 
 func (a *app) providers() provider.Registry {
 	versions, _ := labbuild.LoadVersions()
-	b := &labbuild.Builder{}
 	return provider.Registry{
 		"lab":        labprovider.Factory(a.newLab),
 		"kubeconfig": kubeconfigprovider.Factory,
-		"kind": kindprovider.Factory(func(ctx context.Context, mod, version string) (string, error) {
-			return b.ModuleDir(ctx, mod, version)
-		}, versions.AgentSandbox),
+		"kind":       kindprovider.Factory(a.fetchModule, versions.AgentSandbox),
 	}
 }
 
@@ -64,10 +62,17 @@ func (a *app) suitesCmd() *cobra.Command {
 	}
 }
 
-// prepare resolves config, suite and plan: everything that can be wrong with the input.
-// extra settings (a reproduce scenario's) come before the user's --set.
-func (a *app) prepare(name string, extra ...string) (*config.Resolved, suites.Suite, *suites.Plan, error) {
-	s, err := suites.Default().Get(name)
+// prepare resolves suite, config and plan: everything that can be wrong with the input, before
+// any cluster is touched. extra settings (a reproduce scenario's) come before the user's --set.
+// writesOut: the command writes under the output directory, which is created and probed before
+// planning. ctx (the command's signal context) bounds planning, which may download the
+// controller's module: Ctrl-C or SIGTERM there ends the command with exit 130.
+func (a *app) prepare(ctx context.Context, name string, writesOut bool, extra ...string) (*config.Resolved, suites.Suite, *suites.Plan, error) {
+	reg := suites.Default()
+	if !slices.Contains(reg.Names(), name) {
+		return nil, nil, nil, badInput(fmt.Errorf("no suite named %q (known: %s; `brakebench suites` describes them)", name, strings.Join(reg.Names(), ", ")))
+	}
+	s, err := reg.Get(name)
 	if err != nil {
 		return nil, nil, nil, badInput(err)
 	}
@@ -77,11 +82,42 @@ func (a *app) prepare(name string, extra ...string) (*config.Resolved, suites.Su
 	if err != nil {
 		return nil, nil, nil, badInput(err)
 	}
-	plan, err := s.Plan(cfg, a.planContext(context.Background()))
+	if writesOut {
+		if err := checkOut(cfg); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, nil, nil, interrupted("before planning; nothing was changed")
+	}
+	plan, err := s.Plan(cfg, a.planContext(ctx))
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, nil, interrupted("while planning; nothing was changed")
+		}
 		return nil, nil, nil, badInput(err)
 	}
 	return cfg, s, plan, nil
+}
+
+// checkOut makes sure results can be written before anything runs: it creates the output
+// directory and writes and removes a probe file in it. A failure is bad input (exit 2).
+func checkOut(cfg *config.Resolved) error {
+	fail := func(err error) error {
+		return badInput(&config.Error{Source: cfg.Source("out"), Key: "out", Msg: "expected a directory brakebench can write results to: " + err.Error()})
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return fail(err)
+	}
+	f, err := os.CreateTemp(cfg.Out, ".brakebench-probe-*")
+	if err != nil {
+		return fail(err)
+	}
+	_, werr := f.WriteString("brakebench checks that it can write here\n")
+	if err := errors.Join(werr, f.Close(), os.Remove(f.Name())); err != nil {
+		return fail(err)
+	}
+	return nil
 }
 
 func (a *app) planCmd() *cobra.Command {
@@ -90,8 +126,8 @@ func (a *app) planCmd() *cobra.Command {
 		Use:   "plan SUITE",
 		Short: "Print the resolved matrix and what would be created or changed, then exit (dry run)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			cfg, _, plan, err := a.prepare(args[0])
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, _, plan, err := a.prepare(cmd.Context(), args[0], false)
 			if err != nil {
 				return err
 			}
@@ -176,7 +212,7 @@ func (a *app) run(ctx context.Context, name string, gf gateFlags, up upgradeFlag
 	if err != nil {
 		return err
 	}
-	cfg, s, plan, err := a.prepare(name, presetSets...)
+	cfg, s, plan, err := a.prepare(ctx, name, true, presetSets...)
 	if err != nil {
 		return err
 	}

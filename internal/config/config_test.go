@@ -1,11 +1,14 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brakebench/brakebench/configs"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -17,8 +20,25 @@ func writeFile(t *testing.T, body string) string {
 	return p
 }
 
+// lineOf is the 1-based line of the first line of an embedded config file that starts with prefix.
+func lineOf(t *testing.T, path, prefix string) int {
+	t.Helper()
+	raw, err := configs.FS.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s has no line %q", path, prefix)
+	return 0
+}
+
 func TestPrecedence(t *testing.T) {
 	file := writeFile(t, "workload:\n  claims: 40\n  pool: 40\nmatrix:\n  repetitions: 2\n")
+	suiteClaims := fmt.Sprintf("configs/suites/warmpool-burst.yaml:%d", lineOf(t, "suites/warmpool-burst.yaml", "  claims:"))
 	cases := []struct {
 		name        string
 		l           Loader
@@ -28,11 +48,12 @@ func TestPrecedence(t *testing.T) {
 		claimSource string
 	}{
 		{"built-in default", Loader{}, 10, 1, 10, "default"},
-		{"suite file over default", Loader{Suite: "warmpool-burst"}, 300, 5, 300, "configs/suites/warmpool-burst.yaml"},
-		{"user file over suite file", Loader{Suite: "warmpool-burst", Files: []string{file}}, 40, 2, 40, file},
+		{"suite file over default", Loader{Suite: "warmpool-burst"}, 300, 5, 300, suiteClaims},
+		{"user file over suite file", Loader{Suite: "warmpool-burst", Files: []string{file}}, 40, 2, 40, file + ":2"},
 		{"env over file", Loader{Suite: "warmpool-burst", Files: []string{file}, Env: []string{"BRAKEBENCH_WORKLOAD_CLAIMS=50", "PATH=/bin"}}, 50, 2, 40, "env BRAKEBENCH_WORKLOAD_CLAIMS"},
 		{"--set over env", Loader{Suite: "warmpool-burst", Files: []string{file}, Env: []string{"BRAKEBENCH_WORKLOAD_CLAIMS=50"}, Sets: []string{"workload.claims=60"}}, 60, 2, 40, "--set"},
 		{"flag over --set", Loader{Sets: []string{"workload.claims=60"}, Flags: map[string]string{"workload.claims": "70"}}, 70, 1, 10, "flag"},
+		{"a named flag", Loader{Flags: map[string]string{"workload.claims": "70"}, FlagNames: map[string]string{"workload.claims": "--claims"}}, 70, 1, 10, "--claims"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -69,44 +90,69 @@ func TestErrors(t *testing.T) {
 	unknownInFile := writeFile(t, "workload:\n  clams: 3\n")
 	badDurationInFile := writeFile(t, "workload:\n  claimTimeout: soon\n")
 	negativeInFile := writeFile(t, "lab:\n  nodes:\n    count: -2\n")
+	twoDocs := writeFile(t, "workload:\n  claims: 3\n---\nworkload:\n  claims: 0\n")
+	kubeconfigFlag := map[string]string{"cluster.provider": "kubeconfig"}
+	flagNames := map[string]string{"cluster.provider": "--cluster", "cluster.context": "--context", "out": "--out"}
 	cases := []struct {
 		name string
 		l    Loader
 		want string // substring of the one-line error
 	}{
 		{"missing file", Loader{Files: []string{"/nonexistent/bb.yaml"}}, "/nonexistent/bb.yaml: cannot read config file: no such file or directory"},
-		{"invalid yaml", Loader{Files: []string{badYAML}}, badYAML + ": not valid YAML"},
-		{"unknown key in file", Loader{Files: []string{unknownInFile}}, unknownInFile + `: key "workload.clams": unknown key (known keys here: workload.claimTimeout, workload.claims`},
-		{"bad duration in file", Loader{Files: []string{badDurationInFile}}, badDurationInFile + `: key "workload.claimTimeout": expected a duration like 30s or 1m30s, got "soon"`},
-		{"negative count in file", Loader{Files: []string{negativeInFile}}, negativeInFile + `: key "lab.nodes.count": expected at least 1, got -2`},
+		{"invalid yaml", Loader{Files: []string{badYAML}}, badYAML + ":2: not valid YAML: did not find expected ',' or ']'"},
+		{"unknown key in file", Loader{Files: []string{unknownInFile}}, unknownInFile + `:2: key "workload.clams": unknown key (known keys here: workload.claimTimeout, workload.claims`},
+		{"bad duration in file", Loader{Files: []string{badDurationInFile}}, badDurationInFile + `:2: key "workload.claimTimeout": expected a duration like 30s or 1m30s, got "soon"`},
+		{"negative count in file", Loader{Files: []string{negativeInFile}}, negativeInFile + `:3: key "lab.nodes.count": expected 1 to 10000, got -2`},
+		// A second document used to be dropped without a word.
+		{"second YAML document", Loader{Files: []string{twoDocs}}, twoDocs + ":3: a second YAML document starts here (after ---): expected one document per file"},
 		{"unknown --set key", Loader{Sets: []string{"nope=1"}}, `--set: key "nope": unknown key`},
 		{"--set without =", Loader{Sets: []string{"workload.claims"}}, `--set: "workload.claims" is not key=value`},
 		{"bad number", Loader{Sets: []string{"workload.claims=many"}}, `--set: key "workload.claims": expected a whole number, got "many"`},
 		{"bad bool-ish float", Loader{Sets: []string{"brakes.maxRefillRate=fast"}}, `--set: key "brakes.maxRefillRate": expected a number, got "fast"`},
 		{"unknown env", Loader{Env: []string{"BRAKEBENCH_WORKLOAD_CLAMS=3"}}, "env BRAKEBENCH_WORKLOAD_CLAMS: unknown setting"},
 		{"bad env duration", Loader{Env: []string{"BRAKEBENCH_WORKLOAD_CLAIMTIMEOUT=3"}}, `env BRAKEBENCH_WORKLOAD_CLAIMTIMEOUT: key "workload.claimTimeout": expected a duration`},
-		{"negative duration", Loader{Sets: []string{"lab.podBootDelay=-1s"}}, `--set: key "lab.podBootDelay": expected a duration of 0 or more, got -1s`},
-		{"zero timeout", Loader{Sets: []string{"workload.claimTimeout=0s"}}, `--set: key "workload.claimTimeout": expected a positive duration, got 0s`},
-		{"zero claims", Loader{Sets: []string{"workload.claims=0"}}, `key "workload.claims": expected at least 1, got 0`},
-		{"negative pool", Loader{Sets: []string{"workload.pool=-1"}}, `key "workload.pool": expected 0 or more, got -1`},
+		{"negative duration", Loader{Sets: []string{"lab.podBootDelay=-1s"}}, `--set: key "lab.podBootDelay": expected a duration from 0s to 24h, got -1s`},
+		{"zero timeout", Loader{Sets: []string{"workload.claimTimeout=0s"}}, `--set: key "workload.claimTimeout": expected a positive duration up to 24h, got 0s`},
+		{"zero claims", Loader{Sets: []string{"workload.claims=0"}}, `--set: key "workload.claims": expected 1 to 100000, got 0`},
+		{"negative pool", Loader{Sets: []string{"workload.pool=-1"}}, `--set: key "workload.pool": expected 0 to 10000, got -1`},
 		{"bad provider", Loader{Flags: map[string]string{"cluster.provider": "eks"}}, `flag: key "cluster.provider": expected one of lab, kind, kubeconfig, got eks`},
-		{"kubeconfig needs a context", Loader{Flags: map[string]string{"cluster.provider": "kubeconfig"}}, `key "cluster.context": expected the name of the kubeconfig context`},
+		{"bad provider, named flag", Loader{Flags: map[string]string{"cluster.provider": "eks"}, FlagNames: flagNames}, `--cluster: key "cluster.provider": expected one of lab, kind, kubeconfig, got eks`},
+		// A check that the user's own flag or --set triggers is labelled with it, not "default".
+		{"kubeconfig needs a context", Loader{Flags: kubeconfigFlag, FlagNames: flagNames}, `--cluster: key "cluster.context": expected the name of the kubeconfig context to use (brakebench never picks a real cluster for you), got "" (because cluster.provider is "kubeconfig")`},
 		{"bad mode", Loader{Sets: []string{"workload.mode=ramp"}}, `key "workload.mode": expected one of burst, poisson, steps, got ramp`},
 		{"poisson needs a rate", Loader{Sets: []string{"workload.mode=poisson", "workload.rate=0"}}, `key "workload.rate": expected a positive rate`},
-		{"steps need steps", Loader{Sets: []string{"workload.mode=steps"}}, `key "workload.steps": expected a list of rates`},
-		{"bad step", Loader{Sets: []string{"workload.mode=steps", "workload.steps=5,-1"}}, `key "workload.steps": expected positive rates, item 1 is -1`},
-		{"resize to the same size", Loader{Suite: "gang-quota", Sets: []string{"gangQuota.resizeTo=2"}}, `key "gangQuota.resizeTo": expected a group size other than gangQuota.size, got 2`},
-		{"quota below the admitted group", Loader{Suite: "gang-quota", Sets: []string{"gangQuota.gpuQuota=1"}}, `key "gangQuota.gpuQuota": expected a quota that admits`},
+		{"steps need steps", Loader{Sets: []string{"workload.mode=steps"}}, `--set: key "workload.steps": expected a list of rates in claims/s, got [] (because workload.mode is "steps")`},
+		{"bad step", Loader{Sets: []string{"workload.mode=steps", "workload.steps=5,-1"}}, `key "workload.steps": expected positive rates up to 100000 claims/s, item 1 is -1`},
+		{"resize to the same size", Loader{Suite: "gang-quota", Sets: []string{"gangQuota.resizeTo=2"}}, `--set: key "gangQuota.resizeTo": expected a group size from 1 to 10000 other than gangQuota.size, got 2`},
+		{"quota below the admitted group", Loader{Suite: "gang-quota", Sets: []string{"gangQuota.gpuQuota=1"}}, `--set: key "gangQuota.gpuQuota": expected a quota that admits gangQuota.replicas x size x gpusPerPod = 2 GPUs, got 1`},
+		{"group grown past the quota", Loader{Suite: "gang-quota", Sets: []string{"gangQuota.size=5"}}, `--set: key "gangQuota.gpuQuota": expected a quota that admits gangQuota.replicas x size x gpusPerPod = 5 GPUs, got 4 (because gangQuota.size is 5)`},
+		{"kind needs an exporter URL", Loader{Suite: "pool-autoscaling", Flags: map[string]string{"cluster.provider": "kind"}, FlagNames: flagNames}, `--cluster: key "poolAutoscaling.exporterURL": expected the URL where KEDA reaches`},
 		{"unknown gang key", Loader{Suite: "gang-quota", Sets: []string{"gangQuota.sise=3"}}, `gangQuota.sise`},
-		{"zero reps", Loader{Sets: []string{"matrix.repetitions=0"}}, `key "matrix.repetitions": expected at least 1, got 0`},
+		{"zero reps", Loader{Sets: []string{"matrix.repetitions=0"}}, `key "matrix.repetitions": expected 1 to 1000, got 0`},
 		{"bad quantity", Loader{Sets: []string{"lab.nodes.memory=lots"}}, `key "lab.nodes.memory": expected a Kubernetes quantity like 64 or 256Gi, got "lots"`},
 		{"bad identity", Loader{Sets: []string{"loadgen.identity=root"}}, `key "loadgen.identity": expected exempt or serviceaccount, got root`},
-		{"zero connections", Loader{Sets: []string{"loadgen.connections=0"}}, `key "loadgen.connections": expected at least 1, got 0`},
+		{"zero connections", Loader{Sets: []string{"loadgen.connections=0"}}, `key "loadgen.connections": expected 1 to 1000, got 0`},
 		{"zero in flight", Loader{Sets: []string{"loadgen.maxInFlight=0"}}, `key "loadgen.maxInFlight": expected 1 to 100000, got 0`},
 		{"bad version", Loader{Sets: []string{"controller.version=latest"}}, `key "controller.version": expected a version like v0.5.5, got latest`},
 		{"bad node label", Loader{Sets: []string{"lab.nodes.labels=gpu"}}, `key "lab.nodes.labels": expected key=value items, got "gpu"`},
 		{"bad lab name", Loader{Sets: []string{"lab.name=My_Lab"}}, `key "lab.name": expected a lower-case DNS label, got My_Lab`},
-		{"unknown suite", Loader{Suite: "nope"}, `no suite named "nope"`},
+		{"unknown suite", Loader{Suite: "nope"}, `no suite named "nope" (the suite is the command's argument, e.g. ` + "`brakebench run SUITE`" + `; known: apf-throttle, gang-quota, gpu-faults, pool-autoscaling, warmpool-burst, warmpool-sustained)`},
+		// Upper bounds: a typo's extra zeros is an error, not a million objects or a week's wait.
+		{"too many claims", Loader{Sets: []string{"workload.claims=1000000"}}, `--set: key "workload.claims": expected 1 to 100000, got 1000000`},
+		{"too big a pool", Loader{Sets: []string{"workload.pool=10001"}}, `key "workload.pool": expected 0 to 10000, got 10001`},
+		{"too many repetitions", Loader{Sets: []string{"matrix.repetitions=1001"}}, `key "matrix.repetitions": expected 1 to 1000, got 1001`},
+		{"a timeout over a day", Loader{Env: []string{"BRAKEBENCH_WORKLOAD_REFILLTIMEOUT=25h"}}, `env BRAKEBENCH_WORKLOAD_REFILLTIMEOUT: key "workload.refillTimeout": expected a positive duration up to 24h, got 25h0m0s`},
+		{"a poisson run over a day", Loader{Sets: []string{"workload.mode=poisson", "workload.duration=48h"}}, `key "workload.duration": expected a positive duration up to 24h, got 48h0m0s`},
+		{"qps too high", Loader{Sets: []string{"loadgen.qps=1e6"}}, `key "loadgen.qps": expected 0 (unlimited) or a positive rate up to 100000, got 1e+06`},
+		{"too many lab nodes", Loader{Sets: []string{"lab.nodes.count=20000"}}, `key "lab.nodes.count": expected 1 to 10000, got 20000`},
+		{"gang observed for days", Loader{Suite: "gang-quota", Sets: []string{"gangQuota.observe=72h"}}, `key "gangQuota.observe": expected a positive duration up to 24h, got 72h0m0s`},
+		{"profile step too big", Loader{Suite: "pool-autoscaling", Sets: []string{"poolAutoscaling.profiles=0-200000-0"}}, `key "poolAutoscaling.profiles": expected at most 100000 claims in a step, profile "0-200000-0" holds 200000`},
+		// controller.args reach only the lab's controller (and pool-autoscaling's cells): refused
+		// where a suite would ignore them.
+		{"controller.args on a kubeconfig cluster", Loader{Suite: "warmpool-burst", Sets: []string{"controller.args=--a=1,--b"}, Flags: map[string]string{"cluster.provider": "kubeconfig", "cluster.context": "c"}},
+			`--set: key "controller.args": suite warmpool-burst ignores it on a kubeconfig cluster (only the lab starts the controller with it); put flags every cell should add in matrix.controllerArgs instead, got the list ["--a=1", "--b"]`},
+		{"controller.args on kind", Loader{Suite: "gang-quota", Files: []string{writeFile(t, "controller:\n  args: [--a]\n")}, Flags: map[string]string{"cluster.provider": "kind"}}, `:2: key "controller.args": suite gang-quota ignores it on a kind cluster`},
+		{"unknown top-level --set key", Loader{Sets: []string{"workloads=3"}}, `--set: key "workloads": unknown key (known keys here: brakes, cluster, controller,`},
 		// NaN and Inf are rejected in every float key (a Poisson schedule at rate NaN never ended).
 		{"NaN rate", Loader{Sets: []string{"workload.mode=poisson", "workload.rate=NaN"}}, `key "workload.rate": expected a finite number, got NaN`},
 		{"Inf rate", Loader{Sets: []string{"workload.mode=poisson", "workload.rate=+Inf"}}, `key "workload.rate": expected a finite number, got +Inf`},
@@ -128,6 +174,12 @@ func TestErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error is not one line: %q", err.Error())
+			}
+			// Every case here is the user's doing: never labelled as a default, never Go syntax.
+			for _, bad := range []string{"default:", "interface {}", "map[", "<nil>", "--suite"} {
+				if strings.Contains(err.Error(), bad) {
+					t.Errorf("error %q contains %q", err.Error(), bad)
+				}
 			}
 		})
 	}
@@ -161,5 +213,81 @@ func TestAxes(t *testing.T) {
 		if _, err := (Loader{Sets: []string{c.set}}).Load(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.set, err)
 		}
+	}
+}
+
+// Errors in a file name the file and the 1-based line of the offending key (yaml.v3 numbers the
+// lines of its parser errors from 0: they were reported one line early).
+func TestFileLines(t *testing.T) {
+	cases := []struct {
+		name, body string
+		want       string // after "<file>"
+	}{
+		{"unclosed list", "workload:\n  claims: 3\n  steps: [1, 2\n", `:3: not valid YAML: did not find expected ',' or ']'`},
+		{"unclosed mapping", "workload:\n  claims: 3\n  pool: {a: 1\n", `:3: not valid YAML: did not find expected ',' or '}'`},
+		{"bad indentation", "workload:\n  claims: 3\n pool: 4\n", `:3: not valid YAML: did not find expected key`},
+		{"scanner error", "workload:\n  claims: 3\n  pool: 4\n    x: 1\n", `:4: not valid YAML: mapping values are not allowed in this context`},
+		{"bad value", "# comment\n\nworkload:\n  claims: 3\n  claimTimeout: soon\n", `:5: key "workload.claimTimeout": expected a duration like 30s or 1m30s, got "soon"`},
+		{"unknown key", "workload:\n  claims: 3\n\n  clams: 3\n", `:4: key "workload.clams": unknown key`},
+		{"unknown section", "matrix:\n  repetitions: 2\nworkloads:\n  claims: 3\n", `:3: key "workloads": unknown key (known keys here: brakes, cluster, controller,`},
+		{"validation", "lab:\n  name: x\n  nodes:\n    cpu: \"8\"\n    count: 0\n", `:5: key "lab.nodes.count": expected 1 to 10000, got 0`},
+		{"key set twice", "workload:\n  claims: 3\n  Claims: 4\n", `:3: key "workload.Claims": is set twice (also on line 2)`},
+		{"second document", "workload:\n  claims: 3\n\n---\nmatrix:\n  repetitions: 0\n", `:4: a second YAML document starts here (after ---): expected one document per file`},
+		{"invalid second document", "workload:\n  claims: 3\n---\nmatrix: [\n", `:5: not valid YAML: did not find expected node content`},
+		{"a list at the top", "- workload\n", `:1: expected a mapping of keys at the top level (like ` + "`workload:`" + `), got a list`},
+		{"a value for a section", "workload: 3\n", `:1: key "workload": expected a mapping of the keys below it, got 3`},
+		{"a list for a number", "workload:\n  claims: [1, 2]\n", `:2: key "workload.claims": expected a whole number, got the list [1, 2]`},
+		{"a list for a string", "lab:\n  name: [a, b]\n", `:2: key "lab.name": expected a string, got the list ["a", "b"]`},
+		{"a mapping for a string", "workload:\n  image: {}\n", `:2: key "workload.image": expected a string, got the mapping {}`},
+		{"true for a string", "lab:\n  name: true\n", `:2: key "lab.name": expected a string, got true (quote it to mean the word)`},
+		{"nothing for a number", "workload:\n  claims:\n", `:2: key "workload.claims": expected a whole number, got an empty value`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := writeFile(t, c.body)
+			_, err := Loader{Files: []string{f}}.Load()
+			if err == nil {
+				t.Fatalf("no error, want %q", c.want)
+			}
+			if !IsConfigError(err) || !strings.HasPrefix(err.Error(), f+c.want) {
+				t.Errorf("error %q\nwant      %q", err.Error(), f+c.want)
+			}
+		})
+	}
+	// What one document may hold: a leading ---, a trailing empty document, an empty section,
+	// anchors and merge keys (explicit keys win), and nothing at all.
+	for _, body := range []string{
+		"---\nworkload:\n  claims: 30\n",
+		"workload:\n  claims: 30\n---\n",
+		"matrix:\nworkload:\n  claims: 30\n",
+		"workload:\n  <<: {claims: 7, pool: 30}\n  claims: 30\n",
+		"",
+		"# only a comment\n",
+	} {
+		r, err := Loader{Files: []string{writeFile(t, body)}}.Load()
+		if err != nil {
+			t.Errorf("%q: %v", body, err)
+			continue
+		}
+		if body != "" && !strings.HasPrefix(body, "#") && r.Workload.Claims != 30 {
+			t.Errorf("%q: claims %d, want 30", body, r.Workload.Claims)
+		}
+	}
+}
+
+// Every shipped suite file loads as it is, and every suite takes controller.args on the lab.
+func TestShippedSuitesLoad(t *testing.T) {
+	for _, s := range KnownSuites() {
+		if _, err := (Loader{Suite: s}).Load(); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+		if _, err := (Loader{Suite: s, Sets: []string{"controller.args=--sandbox-warm-pool-max-batch-size=300"}}).Load(); err != nil {
+			t.Errorf("%s with controller.args on the lab: %v", s, err)
+		}
+	}
+	// pool-autoscaling passes controller.args to its cells on every cluster.
+	if _, err := (Loader{Suite: "pool-autoscaling", Sets: []string{"controller.args=--a", "poolAutoscaling.exporterURL=http://x:8080/demand"},
+		Flags: map[string]string{"cluster.provider": "kubeconfig", "cluster.context": "c"}}).Load(); err != nil {
+		t.Error(err)
 	}
 }

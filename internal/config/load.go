@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -22,7 +21,7 @@ const EnvPrefix = "BRAKEBENCH"
 
 // Error is a configuration error; the CLI maps it to exit code 2.
 type Error struct {
-	Source string // file path, "env NAME", "--set", "--flag"
+	Source string // "file:line", "env NAME", "--set", the flag ("--out"), "default"
 	Key    string
 	Msg    string
 }
@@ -52,6 +51,9 @@ type Loader struct {
 	Env   []string          // os.Environ(); nil means none
 	Sets  []string          // --set key=value, in order
 	Flags map[string]string // explicit CLI flags, by config key (applied last)
+	// FlagNames names the flag of each key in Flags ("cluster.provider": "--cluster") for error
+	// messages; a key without one is labelled "flag".
+	FlagNames map[string]string
 }
 
 // Resolved is a loaded configuration with the layer each key last came from.
@@ -60,9 +62,13 @@ type Resolved struct {
 	// Suite is the suite whose defaults were layered in ("" when none).
 	Suite   string
 	Sources map[string]string
+	// layer ranks each key's source as Sources names it: 1 suite file, 2 -f file, 3 env,
+	// 4 --set, 5 flag (absent: the built-in default).
+	layer map[string]int
 }
 
-// Source names where key's value came from ("default" when nobody set it).
+// Source names where key's value came from: "file:line", "env NAME", "--set", the flag, or
+// "default" when nobody set it.
 func (r *Resolved) Source(key string) string {
 	if s, ok := r.Sources[strings.ToLower(key)]; ok {
 		return s
@@ -116,8 +122,16 @@ func unknownKey(source, key string, s map[string]leaf) error {
 		section = ""
 	}
 	var near []string
+	seen := map[string]bool{}
 	for k, l := range s {
-		if section == "" || strings.HasPrefix(k, section+".") {
+		switch {
+		case section == "": // a top-level key: name the sections
+			top, _, _ := strings.Cut(l.key, ".")
+			if !seen[top] {
+				seen[top] = true
+				near = append(near, top)
+			}
+		case strings.HasPrefix(k, section+"."):
 			near = append(near, l.key)
 		}
 	}
@@ -148,7 +162,7 @@ func (l Loader) Load() (*Resolved, error) {
 	if l.Suite != "" {
 		raw, err := configs.FS.ReadFile("suites/" + l.Suite + ".yaml")
 		if err != nil {
-			return nil, &Error{Source: "--suite", Msg: fmt.Sprintf("no suite named %q (no configs/suites/%s.yaml)", l.Suite, l.Suite)}
+			return nil, &Error{Msg: fmt.Sprintf("no suite named %q (the suite is the command's argument, e.g. `brakebench run SUITE`; known: %s)", l.Suite, strings.Join(KnownSuites(), ", "))}
 		}
 		files = append(files, struct {
 			name string
@@ -165,23 +179,20 @@ func (l Loader) Load() (*Resolved, error) {
 			raw  []byte
 		}{f, raw})
 	}
-	for _, f := range files {
-		fv := viper.New()
-		fv.SetConfigType("yaml")
-		if err := fv.ReadConfig(bytes.NewReader(f.raw)); err != nil {
-			return nil, &Error{Source: f.name, Msg: "not valid YAML: " + err.Error()}
+	layer := map[string]int{}
+	for i, f := range files {
+		fl, err := parseFile(f.name, f.raw, s)
+		if err != nil {
+			return nil, err
 		}
-		for _, k := range fv.AllKeys() {
-			lf, ok := lookup(s, k)
-			if !ok {
-				return nil, unknownKey(f.name, k, s)
-			}
-			if err := checkValue(lf.typ, fv.Get(k)); err != nil {
-				return nil, &Error{Source: f.name, Key: lf.key, Msg: err.Error()}
-			}
-			sources[k] = f.name
+		rank := 2
+		if l.Suite != "" && i == 0 {
+			rank = 1
 		}
-		if err := v.MergeConfigMap(fv.AllSettings()); err != nil {
+		for k, src := range fl.sources {
+			sources[k], layer[k] = src, rank
+		}
+		if err := v.MergeConfigMap(fl.values); err != nil {
 			return nil, &Error{Source: f.name, Msg: err.Error()}
 		}
 	}
@@ -201,7 +212,7 @@ func (l Loader) Load() (*Resolved, error) {
 		if !ok {
 			return nil, &Error{Source: "env " + name, Msg: "unknown setting (environment overrides are BRAKEBENCH_<KEY>, e.g. BRAKEBENCH_LAB_NODES_COUNT)"}
 		}
-		if err := l.setString(v, s[k], val, "env "+name, sources); err != nil {
+		if err := l.setString(v, s[k], val, "env "+name, sources, layer, 3); err != nil {
 			return nil, err
 		}
 	}
@@ -215,7 +226,7 @@ func (l Loader) Load() (*Resolved, error) {
 		if !ok {
 			return nil, unknownKey("--set", key, s)
 		}
-		if err := l.setString(v, lf, val, "--set", sources); err != nil {
+		if err := l.setString(v, lf, val, "--set", sources, layer, 4); err != nil {
 			return nil, err
 		}
 	}
@@ -225,11 +236,15 @@ func (l Loader) Load() (*Resolved, error) {
 	}
 	sort.Strings(flagKeys)
 	for _, k := range flagKeys {
+		src := "flag"
+		if n := l.FlagNames[k]; n != "" {
+			src = n
+		}
 		lf, ok := lookup(s, strings.ToLower(k))
 		if !ok {
-			return nil, unknownKey("flag", k, s)
+			return nil, unknownKey(src, k, s)
 		}
-		if err := l.setString(v, lf, l.Flags[k], "flag", sources); err != nil {
+		if err := l.setString(v, lf, l.Flags[k], src, sources, layer, 5); err != nil {
 			return nil, err
 		}
 	}
@@ -246,14 +261,14 @@ func (l Loader) Load() (*Resolved, error) {
 	if err != nil {
 		return nil, &Error{Msg: "cannot decode configuration: " + err.Error()}
 	}
-	r := &Resolved{Config: cfg, Sources: sources, Suite: l.Suite}
+	r := &Resolved{Config: cfg, Sources: sources, Suite: l.Suite, layer: layer}
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-func (l Loader) setString(v *viper.Viper, lf leaf, val, source string, sources map[string]string) error {
+func (l Loader) setString(v *viper.Viper, lf leaf, val, source string, sources map[string]string, layer map[string]int, rank int) error {
 	if err := checkValue(lf.typ, val); err != nil {
 		return &Error{Source: source, Key: lf.key, Msg: err.Error()}
 	}
@@ -270,7 +285,7 @@ func (l Loader) setString(v *viper.Viper, lf leaf, val, source string, sources m
 	default:
 		v.Set(lk, val)
 	}
-	sources[lk] = source
+	sources[lk], layer[lk] = source, rank
 	return nil
 }
 
@@ -282,7 +297,7 @@ func checkValue(t reflect.Type, val any) error {
 			if n, isInt := val.(int); isInt && n == 0 {
 				return nil
 			}
-			return fmt.Errorf("expected a duration like 30s or 1m30s, got %v", val)
+			return fmt.Errorf("expected a duration like 30s or 1m30s, got %s", describe(val))
 		}
 		if _, err := time.ParseDuration(s); err != nil {
 			return fmt.Errorf("expected a duration like 30s or 1m30s, got %q", s)
@@ -303,7 +318,7 @@ func checkValue(t reflect.Type, val any) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("expected a whole number, got %v", quoteIfString(val))
+		return fmt.Errorf("expected a whole number, got %s", describe(val))
 	case reflect.Float64:
 		switch x := val.(type) {
 		case int, int64, int32, float64:
@@ -313,7 +328,7 @@ func checkValue(t reflect.Type, val any) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("expected a number, got %v", quoteIfString(val))
+		return fmt.Errorf("expected a number, got %s", describe(val))
 	case reflect.Bool:
 		switch x := val.(type) {
 		case bool:
@@ -323,13 +338,15 @@ func checkValue(t reflect.Type, val any) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("expected true or false, got %v", quoteIfString(val))
+		return fmt.Errorf("expected true or false, got %s", describe(val))
 	case reflect.String:
 		switch val.(type) {
 		case string, int, int64, float64:
 			return nil
+		case bool:
+			return fmt.Errorf("expected a string, got %s (quote it to mean the word)", describe(val))
 		}
-		return fmt.Errorf("expected a string, got %T", val)
+		return fmt.Errorf("expected a string, got %s", describe(val))
 	case reflect.Slice:
 		var items []any
 		switch x := val.(type) {
@@ -346,7 +363,7 @@ func checkValue(t reflect.Type, val any) error {
 				items = append(items, p)
 			}
 		default:
-			return fmt.Errorf("expected a list, got %v", quoteIfString(val))
+			return fmt.Errorf("expected a list, got %s", describe(val))
 		}
 		for i, it := range items {
 			if err := checkValue(t.Elem(), it); err != nil {
@@ -358,11 +375,64 @@ func checkValue(t reflect.Type, val any) error {
 	return nil
 }
 
-func quoteIfString(v any) string {
-	if s, ok := v.(string); ok {
-		return strconv.Quote(s)
+// describe writes a value as a user reads it in YAML or JSON: strings quoted, lists [a, b],
+// mappings {k: v} (never Go's type names or [a b] slice syntax).
+func describe(v any) string {
+	return describeValue(reflect.ValueOf(v), true)
+}
+
+func describeValue(rv reflect.Value, top bool) string {
+	if !rv.IsValid() {
+		return "an empty value"
 	}
-	return fmt.Sprint(v)
+	if d, ok := rv.Interface().(time.Duration); ok {
+		return d.String()
+	}
+	switch rv.Kind() {
+	case reflect.Interface, reflect.Pointer:
+		if rv.IsNil() {
+			return "an empty value"
+		}
+		return describeValue(rv.Elem(), top)
+	case reflect.String:
+		return strconv.Quote(rv.String())
+	case reflect.Slice, reflect.Array:
+		items := make([]string, rv.Len())
+		for i := range items {
+			items[i] = describeValue(rv.Index(i), false)
+		}
+		s := "[" + strings.Join(items, ", ") + "]"
+		if top {
+			s = "the list " + s
+		}
+		return s
+	case reflect.Map:
+		keys := rv.MapKeys()
+		items := make([]string, 0, len(keys))
+		for _, k := range keys {
+			items = append(items, fmt.Sprint(k.Interface())+": "+describeValue(rv.MapIndex(k), false))
+		}
+		sort.Strings(items)
+		s := "{" + strings.Join(items, ", ") + "}"
+		if top {
+			s = "the mapping " + s
+		}
+		return s
+	}
+	return fmt.Sprint(rv.Interface())
+}
+
+// KnownSuites are the suites with a default file (configs/suites/<name>.yaml), sorted.
+func KnownSuites() []string {
+	entries, _ := configs.FS.ReadDir("suites")
+	var out []string
+	for _, e := range entries {
+		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // flatten turns a struct into dotted keys (lower-cased, as viper keys are).

@@ -15,14 +15,44 @@ import (
 // (The warm-pool suites' brakes are internal/brakes types; their planner checks matrix.brakes.)
 var GateCells = []string{"gate-on", "gate-off"}
 
-// FaultCells are the fault settings a warm-pool suite knows.
-var FaultCells = []string{"none", "apf-throttle", "gpu", "scheduler-qps", "apiserver-inflight"}
-
 var versionRe = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 
 func (r *Resolved) fail(key, format string, args ...any) error {
 	return &Error{Source: r.Source(key), Key: key, Msg: fmt.Sprintf(format, args...)}
 }
+
+// failWith reports a check on key whose outcome also depends on the keys in also
+// (cluster.context is required because cluster.provider is kubeconfig). The error is labelled
+// with where the last-layered of these keys came from (the user's own flag or --set, not the
+// default of the key the check is about), and names that key when it is not key itself.
+func (r *Resolved) failWith(key string, also []string, format string, args ...any) error {
+	by := key
+	for _, k := range also {
+		if r.layer[strings.ToLower(k)] > r.layer[strings.ToLower(by)] {
+			by = k
+		}
+	}
+	msg := fmt.Sprintf(format, args...)
+	if by != key {
+		flat := map[string]any{}
+		flatten("", r.Config, flat)
+		msg += fmt.Sprintf(" (because %s is %s)", by, describe(flat[strings.ToLower(by)]))
+	}
+	return &Error{Source: r.Source(by), Key: key, Msg: msg}
+}
+
+// Upper bounds of counts, rates and durations: generous (the shipped suites use a few percent of
+// them), they catch a typo's extra zeros before a run tries to create a million objects or wait
+// for a week.
+const (
+	maxDuration = 24 * time.Hour // every duration key
+	maxClaims   = 100000         // claims in a burst, claims held in a profile step
+	maxRate     = 100000.0       // claims/s, QPS
+	maxObjects  = 10000          // pool replicas, nodes, groups, pods per node
+)
+
+// outside reports whether v lies outside [lo, hi].
+func outside[T int | int64 | float64 | time.Duration](v, lo, hi T) bool { return v < lo || v > hi }
 
 func oneOf(v string, allowed ...string) bool {
 	for _, a := range allowed {
@@ -47,54 +77,72 @@ func (r *Resolved) validate() error {
 		{!oneOf(c.Cluster.Provider, "lab", "kind", "kubeconfig"), "cluster.provider", "one of lab, kind, kubeconfig", c.Cluster.Provider},
 		{c.Cluster.Provider == "kubeconfig" && c.Cluster.Context == "", "cluster.context", "the name of the kubeconfig context to use (brakebench never picks a real cluster for you)", `""`},
 		{c.Lab.Name == "" || !regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`).MatchString(c.Lab.Name), "lab.name", "a lower-case DNS label", c.Lab.Name},
-		{c.Lab.Nodes.Count < 1, "lab.nodes.count", "at least 1", c.Lab.Nodes.Count},
-		{c.Lab.Nodes.Pods < 1, "lab.nodes.pods", "at least 1", c.Lab.Nodes.Pods},
-		{c.Lab.Nodes.GPUs < 0, "lab.nodes.gpus", "0 or more", c.Lab.Nodes.GPUs},
-		{c.Lab.PodBootDelay < 0, "lab.podBootDelay", "a duration of 0 or more", c.Lab.PodBootDelay},
-		{c.Lab.PodBootJitter < 0, "lab.podBootJitter", "a duration of 0 or more", c.Lab.PodBootJitter},
-		{c.Lab.UpTimeout <= 0, "lab.upTimeout", "a positive duration", c.Lab.UpTimeout},
-		{c.Lab.HPASyncPeriod < time.Second, "lab.hpaSyncPeriod", "a duration of at least 1s", c.Lab.HPASyncPeriod},
+		{outside(c.Lab.Nodes.Count, 1, maxObjects), "lab.nodes.count", "1 to 10000", c.Lab.Nodes.Count},
+		{outside(c.Lab.Nodes.Pods, 1, maxObjects), "lab.nodes.pods", "1 to 10000", c.Lab.Nodes.Pods},
+		{outside(c.Lab.Nodes.GPUs, 0, 1024), "lab.nodes.gpus", "0 to 1024", c.Lab.Nodes.GPUs},
+		{outside(c.Lab.PodBootDelay, 0, maxDuration), "lab.podBootDelay", "a duration from 0s to 24h", c.Lab.PodBootDelay},
+		{outside(c.Lab.PodBootJitter, 0, maxDuration), "lab.podBootJitter", "a duration from 0s to 24h", c.Lab.PodBootJitter},
+		{outside(c.Lab.UpTimeout, 1, maxDuration), "lab.upTimeout", "a positive duration up to 24h", c.Lab.UpTimeout},
+		{outside(c.Lab.HPASyncPeriod, time.Second, maxDuration), "lab.hpaSyncPeriod", "a duration from 1s to 24h", c.Lab.HPASyncPeriod},
 		{c.Controller.Version != "" && !versionRe.MatchString(c.Controller.Version), "controller.version", "a version like v0.5.5", c.Controller.Version},
-		{c.Workload.Pool < 0, "workload.pool", "0 or more", c.Workload.Pool},
+		{outside(c.Workload.Pool, 0, maxObjects), "workload.pool", "0 to 10000", c.Workload.Pool},
 		{!oneOf(c.Workload.Mode, "burst", "poisson", "steps"), "workload.mode", "one of burst, poisson, steps", c.Workload.Mode},
-		{c.Workload.Mode == "burst" && c.Workload.Claims < 1, "workload.claims", "at least 1", c.Workload.Claims},
-		{c.Workload.Mode == "poisson" && c.Workload.Rate <= 0, "workload.rate", "a positive rate in claims/s", c.Workload.Rate},
-		{c.Workload.Mode != "burst" && c.Workload.Duration <= 0, "workload.duration", "a positive duration", c.Workload.Duration},
+		{c.Workload.Mode == "burst" && outside(c.Workload.Claims, 1, maxClaims), "workload.claims", "1 to 100000", c.Workload.Claims},
+		{c.Workload.Mode == "poisson" && (c.Workload.Rate <= 0 || c.Workload.Rate > maxRate), "workload.rate", "a positive rate up to 100000 claims/s", c.Workload.Rate},
+		{c.Workload.Mode != "burst" && outside(c.Workload.Duration, 1, maxDuration), "workload.duration", "a positive duration up to 24h", c.Workload.Duration},
 		{c.Workload.Mode == "steps" && len(c.Workload.Steps) == 0, "workload.steps", "a list of rates in claims/s", "[]"},
-		{c.Workload.ClaimTimeout <= 0, "workload.claimTimeout", "a positive duration", c.Workload.ClaimTimeout},
-		{c.Workload.RefillTimeout <= 0, "workload.refillTimeout", "a positive duration", c.Workload.RefillTimeout},
-		{c.Workload.FillTimeout <= 0, "workload.fillTimeout", "a positive duration", c.Workload.FillTimeout},
+		{outside(c.Workload.ClaimTimeout, 1, maxDuration), "workload.claimTimeout", "a positive duration up to 24h", c.Workload.ClaimTimeout},
+		{outside(c.Workload.RefillTimeout, 1, maxDuration), "workload.refillTimeout", "a positive duration up to 24h", c.Workload.RefillTimeout},
+		{outside(c.Workload.FillTimeout, 1, maxDuration), "workload.fillTimeout", "a positive duration up to 24h", c.Workload.FillTimeout},
 		{c.Workload.Image == "", "workload.image", "a container image name", `""`},
-		{c.Loadgen.Connections < 1, "loadgen.connections", "at least 1", c.Loadgen.Connections},
-		{c.Loadgen.QPS < 0, "loadgen.qps", "0 (unlimited) or a positive rate", c.Loadgen.QPS},
-		{c.Loadgen.Burst < 0, "loadgen.burst", "0 or more", c.Loadgen.Burst},
+		{outside(c.Loadgen.Connections, 1, 1000), "loadgen.connections", "1 to 1000", c.Loadgen.Connections},
+		{outside(c.Loadgen.QPS, 0, maxRate), "loadgen.qps", "0 (unlimited) or a positive rate up to 100000", c.Loadgen.QPS},
+		{outside(c.Loadgen.Burst, 0, 100000), "loadgen.burst", "0 to 100000", c.Loadgen.Burst},
 		{c.Loadgen.MaxInFlight < 1 || c.Loadgen.MaxInFlight > 100000, "loadgen.maxInFlight", "1 to 100000", c.Loadgen.MaxInFlight},
 		{!oneOf(c.Loadgen.Identity, "exempt", "serviceaccount"), "loadgen.identity", "exempt or serviceaccount", c.Loadgen.Identity},
-		{c.Matrix.Repetitions < 1, "matrix.repetitions", "at least 1", c.Matrix.Repetitions},
+		{outside(c.Matrix.Repetitions, 1, 1000), "matrix.repetitions", "1 to 1000", c.Matrix.Repetitions},
 		{len(c.Matrix.Brakes) == 0, "matrix.brakes", "a non-empty list of brake cells (see `brakebench suites`)", "[]"},
 		{c.Brakes.ReplenishDelay < 0, "brakes.replenishDelay", "a duration of 0 or more", c.Brakes.ReplenishDelay},
 		{c.Brakes.MaxRefillRate < 0, "brakes.maxRefillRate", "0 or a positive rate in sandboxes/s", c.Brakes.MaxRefillRate},
 		{c.Out == "", "out", "an output directory", `""`},
 		{!oneOf(c.Faults.APF.Target, "controller", "loadgen"), "faults.apf.target", "controller or loadgen", c.Faults.APF.Target},
-		{c.Faults.APF.Shares < 0, "faults.apf.shares", "0 or more", c.Faults.APF.Shares},
-		{c.Faults.APF.Queues < 1, "faults.apf.queues", "at least 1", c.Faults.APF.Queues},
-		{c.Faults.APF.QueueLength < 1, "faults.apf.queueLength", "at least 1", c.Faults.APF.QueueLength},
-		{c.Faults.GPU.Nodes < 1, "faults.gpu.nodes", "at least 1", c.Faults.GPU.Nodes},
+		{outside(c.Faults.APF.Shares, 0, maxObjects), "faults.apf.shares", "0 to 10000", c.Faults.APF.Shares},
+		{outside(c.Faults.APF.Queues, 1, maxObjects), "faults.apf.queues", "1 to 10000", c.Faults.APF.Queues},
+		{outside(c.Faults.APF.QueueLength, 1, maxObjects), "faults.apf.queueLength", "1 to 10000", c.Faults.APF.QueueLength},
+		{outside(c.Faults.GPU.Nodes, 1, maxObjects), "faults.gpu.nodes", "1 to 10000", c.Faults.GPU.Nodes},
 		{!oneOf(c.Faults.GPU.Kind, "xid", "ecc", "nvlink", "device-count"), "faults.gpu.kind", "one of xid, ecc, nvlink, device-count", c.Faults.GPU.Kind},
 		{c.Faults.GPU.Kind == "xid" && c.Faults.GPU.XID < 1, "faults.gpu.xid", "an XID code like 79", c.Faults.GPU.XID},
 		{!oneOf(c.Faults.GPU.Escalate, "none", "taint", "notready"), "faults.gpu.escalate", "one of none, taint, notready", c.Faults.GPU.Escalate},
-		{c.Faults.GPU.ArmAfter < 0, "faults.gpu.armAfter", "a duration of 0 or more", c.Faults.GPU.ArmAfter},
+		{outside(c.Faults.GPU.ArmAfter, 0, maxDuration), "faults.gpu.armAfter", "a duration from 0s to 24h", c.Faults.GPU.ArmAfter},
 		{c.Faults.GPU.MaxUnavailableFraction < 0 || c.Faults.GPU.MaxUnavailableFraction > 1, "faults.gpu.maxUnavailableFraction", "a fraction between 0 and 1", c.Faults.GPU.MaxUnavailableFraction},
-		{c.Faults.ControlPlane.SchedulerQPS < 1, "faults.controlPlane.schedulerQPS", "at least 1", c.Faults.ControlPlane.SchedulerQPS},
-		{c.Faults.ControlPlane.SchedulerBurst < 1, "faults.controlPlane.schedulerBurst", "at least 1", c.Faults.ControlPlane.SchedulerBurst},
-		{c.Faults.ControlPlane.MaxRequestsInflight < 1, "faults.controlPlane.maxRequestsInflight", "at least 1", c.Faults.ControlPlane.MaxRequestsInflight},
-		{c.Faults.ControlPlane.MaxMutatingRequestsInflight < 1, "faults.controlPlane.maxMutatingRequestsInflight", "at least 1", c.Faults.ControlPlane.MaxMutatingRequestsInflight},
-		{len(c.Matrix.Faults) == 0, "matrix.faults", "a non-empty list of " + strings.Join(FaultCells, ", "), "[]"},
+		{outside(c.Faults.ControlPlane.SchedulerQPS, 1, 100000), "faults.controlPlane.schedulerQPS", "1 to 100000", c.Faults.ControlPlane.SchedulerQPS},
+		{outside(c.Faults.ControlPlane.SchedulerBurst, 1, 100000), "faults.controlPlane.schedulerBurst", "1 to 100000", c.Faults.ControlPlane.SchedulerBurst},
+		{outside(c.Faults.ControlPlane.MaxRequestsInflight, 1, 100000), "faults.controlPlane.maxRequestsInflight", "1 to 100000", c.Faults.ControlPlane.MaxRequestsInflight},
+		{outside(c.Faults.ControlPlane.MaxMutatingRequestsInflight, 1, 100000), "faults.controlPlane.maxMutatingRequestsInflight", "1 to 100000", c.Faults.ControlPlane.MaxMutatingRequestsInflight},
+		{len(c.Matrix.Faults) == 0, "matrix.faults", "a non-empty list of fault cells (none, or faults from `brakebench suites`)", "[]"},
+	}
+	// The keys whose values decide whether a check above applies at all.
+	also := map[string][]string{
+		"cluster.context":   {"cluster.provider"},
+		"workload.claims":   {"workload.mode"},
+		"workload.rate":     {"workload.mode"},
+		"workload.duration": {"workload.mode"},
+		"workload.steps":    {"workload.mode"},
+		"faults.gpu.xid":    {"faults.gpu.kind"},
 	}
 	for _, ch := range checks {
 		if ch.bad {
-			return r.fail(ch.key, "expected %s, got %v", ch.want, ch.got)
+			return r.failWith(ch.key, also[ch.key], "expected %s, got %v", ch.want, ch.got)
 		}
+	}
+	// controller.args are the flags the lab starts the controller with. On kind and kubeconfig
+	// clusters only pool-autoscaling adds them to its cells' flags: the warm-pool suites' cells
+	// carry the brake and matrix.controllerArgs flags only, and gang-quota does not drive the
+	// controller. Refused there rather than silently ignored.
+	if len(c.Controller.Args) > 0 && c.Cluster.Provider != "lab" && r.Suite != "" && r.Suite != "pool-autoscaling" {
+		return r.fail("controller.args",
+			"suite %s ignores it on a %s cluster (only the lab starts the controller with it); put flags every cell should add in matrix.controllerArgs instead, got %s",
+			r.Suite, c.Cluster.Provider, describe(c.Controller.Args))
 	}
 	for _, q := range []struct{ key, val string }{{"lab.nodes.cpu", c.Lab.Nodes.CPU}, {"lab.nodes.memory", c.Lab.Nodes.Memory}} {
 		if _, err := resource.ParseQuantity(q.val); err != nil {
@@ -109,9 +157,6 @@ func (r *Resolved) validate() error {
 	}
 	seenF := map[string]bool{}
 	for _, f := range c.Matrix.Faults {
-		if !oneOf(f, FaultCells...) {
-			return r.fail("matrix.faults", "expected items from %s, got %q", strings.Join(FaultCells, ", "), f)
-		}
 		if seenF[f] {
 			return r.fail("matrix.faults", "cell %q is listed twice", f)
 		}
@@ -135,8 +180,8 @@ func (r *Resolved) validate() error {
 		}
 	}
 	for i, rate := range c.Workload.Steps {
-		if rate <= 0 {
-			return r.fail("workload.steps", "expected positive rates, item %d is %v", i, rate)
+		if rate <= 0 || rate > maxRate {
+			return r.fail("workload.steps", "expected positive rates up to 100000 claims/s, item %d is %v", i, rate)
 		}
 	}
 	if err := r.validateGang(); err != nil {
@@ -165,22 +210,29 @@ func (r *Resolved) validateGang() error {
 		want string
 		got  any
 	}{
-		{g.GPUQuota < 1, "gangQuota.gpuQuota", "at least 1", g.GPUQuota},
-		{g.GPUsPerPod < 1, "gangQuota.gpusPerPod", "at least 1", g.GPUsPerPod},
-		{g.Size < 1, "gangQuota.size", "at least 1", g.Size},
-		{g.ResizeTo < 1 || g.ResizeTo == g.Size, "gangQuota.resizeTo", "a group size other than gangQuota.size", g.ResizeTo},
-		{g.Replicas < 1, "gangQuota.replicas", "at least 1", g.Replicas},
-		{g.ScaleReplicasTo <= g.Replicas, "gangQuota.scaleReplicasTo", "more groups than gangQuota.replicas", g.ScaleReplicasTo},
-		{g.Replicas*g.Size*g.GPUsPerPod > g.GPUQuota, "gangQuota.gpuQuota", "a quota that admits gangQuota.replicas x size x gpusPerPod GPUs", g.GPUQuota},
-		{g.Observe <= 0, "gangQuota.observe", "a positive duration", g.Observe},
-		{g.AdmitTimeout <= 0, "gangQuota.admitTimeout", "a positive duration", g.AdmitTimeout},
+		{outside(g.GPUQuota, 1, maxClaims), "gangQuota.gpuQuota", "1 to 100000", g.GPUQuota},
+		{outside(g.GPUsPerPod, 1, 1024), "gangQuota.gpusPerPod", "1 to 1024", g.GPUsPerPod},
+		{outside(g.Size, 1, maxObjects), "gangQuota.size", "1 to 10000", g.Size},
+		{outside(g.ResizeTo, 1, maxObjects) || g.ResizeTo == g.Size, "gangQuota.resizeTo", "a group size from 1 to 10000 other than gangQuota.size", g.ResizeTo},
+		{outside(g.Replicas, 1, maxObjects), "gangQuota.replicas", "1 to 10000", g.Replicas},
+		{g.ScaleReplicasTo <= g.Replicas || g.ScaleReplicasTo > maxObjects, "gangQuota.scaleReplicasTo", "more groups than gangQuota.replicas, up to 10000", g.ScaleReplicasTo},
+		{outside(g.Observe, 1, maxDuration), "gangQuota.observe", "a positive duration up to 24h", g.Observe},
+		{outside(g.AdmitTimeout, 1, maxDuration), "gangQuota.admitTimeout", "a positive duration up to 24h", g.AdmitTimeout},
 		{g.KueueNamespace == "", "gangQuota.kueueNamespace", "a namespace", `""`},
 		{g.KueueDeployment == "", "gangQuota.kueueDeployment", "a Deployment name", `""`},
 	}
+	also := map[string][]string{
+		"gangQuota.resizeTo":        {"gangQuota.size"},
+		"gangQuota.scaleReplicasTo": {"gangQuota.replicas"},
+	}
 	for _, ch := range checks {
 		if ch.bad {
-			return r.fail(ch.key, "expected %s, got %v", ch.want, ch.got)
+			return r.failWith(ch.key, also[ch.key], "expected %s, got %v", ch.want, ch.got)
 		}
+	}
+	if g.Replicas*g.Size*g.GPUsPerPod > g.GPUQuota {
+		return r.failWith("gangQuota.gpuQuota", []string{"gangQuota.replicas", "gangQuota.size", "gangQuota.gpusPerPod"},
+			"expected a quota that admits gangQuota.replicas x size x gpusPerPod = %d GPUs, got %d", g.Replicas*g.Size*g.GPUsPerPod, g.GPUQuota)
 	}
 	for _, q := range []struct{ key, val string }{{"gangQuota.cpuQuota", g.CPUQuota}, {"gangQuota.memoryQuota", g.MemoryQuota}} {
 		if _, err := resource.ParseQuantity(q.val); err != nil {
@@ -217,23 +269,27 @@ func (r *Resolved) validateAutoscale() error {
 	}{
 		{len(a.Arms) == 0, "poolAutoscaling.arms", "a non-empty list of keda, control", "[]"},
 		{len(a.Profiles) == 0, "poolAutoscaling.profiles", `a non-empty list of profiles like "0-3-0"`, "[]"},
-		{a.StepDuration <= 0, "poolAutoscaling.stepDuration", "a positive duration", a.StepDuration},
-		{a.MinReplicas < 1, "poolAutoscaling.minReplicas", "at least 1 (the HPA cannot scale a pool from 0)", a.MinReplicas},
-		{a.MaxReplicas != 0 && a.MaxReplicas < a.MinReplicas, "poolAutoscaling.maxReplicas", "0 (the profile's largest step) or at least minReplicas", a.MaxReplicas},
+		{outside(a.StepDuration, 1, maxDuration), "poolAutoscaling.stepDuration", "a positive duration up to 24h", a.StepDuration},
+		{outside(a.MinReplicas, 1, maxObjects), "poolAutoscaling.minReplicas", "1 to 10000 (the HPA cannot scale a pool from 0)", a.MinReplicas},
+		{a.MaxReplicas != 0 && outside(a.MaxReplicas, a.MinReplicas, maxObjects), "poolAutoscaling.maxReplicas", "0 (the profile's largest step) or from minReplicas to 10000", a.MaxReplicas},
 		{!oneOf(a.MetricType, "AverageValue", "Value"), "poolAutoscaling.metricType", "AverageValue or Value", a.MetricType},
-		{a.TargetValue <= 0, "poolAutoscaling.targetValue", "a positive number", a.TargetValue},
-		{a.PollingInterval < time.Second, "poolAutoscaling.pollingInterval", "at least 1s", a.PollingInterval},
+		{a.TargetValue <= 0 || a.TargetValue > maxClaims, "poolAutoscaling.targetValue", "a positive number up to 100000", a.TargetValue},
+		{outside(a.PollingInterval, time.Second, maxDuration), "poolAutoscaling.pollingInterval", "a duration from 1s to 24h", a.PollingInterval},
 		{a.ScaleDownStabilization < 0 || a.ScaleDownStabilization > time.Hour, "poolAutoscaling.scaleDownStabilization", "between 0s and 1h", a.ScaleDownStabilization},
-		{a.ScaleUpPods < 0, "poolAutoscaling.scaleUpPods", "0 (the HPA's default policies) or a positive pod count", a.ScaleUpPods},
+		{outside(a.ScaleUpPods, 0, maxObjects), "poolAutoscaling.scaleUpPods", "0 (the HPA's default policies) or a pod count up to 10000", a.ScaleUpPods},
 		{a.ScaleUpPeriod < time.Second || a.ScaleUpPeriod > 30*time.Minute, "poolAutoscaling.scaleUpPeriod", "between 1s and 30m", a.ScaleUpPeriod},
-		{a.HPASyncPeriod != 0 && a.HPASyncPeriod < time.Second, "poolAutoscaling.hpaSyncPeriod", "0 (leave it) or at least 1s", a.HPASyncPeriod},
-		{a.SettleTimeout <= 0, "poolAutoscaling.settleTimeout", "a positive duration", a.SettleTimeout},
+		{a.HPASyncPeriod != 0 && outside(a.HPASyncPeriod, time.Second, maxDuration), "poolAutoscaling.hpaSyncPeriod", "0 (leave it) or from 1s to 24h", a.HPASyncPeriod},
+		{outside(a.SettleTimeout, 1, maxDuration), "poolAutoscaling.settleTimeout", "a positive duration up to 24h", a.SettleTimeout},
 		{r.Cluster.Provider != "lab" && r.Suite == "pool-autoscaling" && a.ExporterURL == "", "poolAutoscaling.exporterURL",
 			"the URL where KEDA reaches `brakebench exporter` on this cluster (only the lab serves it itself)", `""`},
 	}
+	also := map[string][]string{
+		"poolAutoscaling.maxReplicas": {"poolAutoscaling.minReplicas"},
+		"poolAutoscaling.exporterURL": {"cluster.provider"},
+	}
 	for _, ch := range checks {
 		if ch.bad {
-			return r.fail(ch.key, "expected %s, got %v", ch.want, ch.got)
+			return r.failWith(ch.key, also[ch.key], "expected %s, got %v", ch.want, ch.got)
 		}
 	}
 	seen := map[string]bool{}
@@ -244,8 +300,14 @@ func (r *Resolved) validateAutoscale() error {
 		seen[arm] = true
 	}
 	for _, p := range a.Profiles {
-		if _, err := ParseProfile(p); err != nil {
+		steps, err := ParseProfile(p)
+		if err != nil {
 			return r.fail("poolAutoscaling.profiles", "expected profiles like \"0-3-0\" (claims at each step): %v", err)
+		}
+		for _, n := range steps {
+			if n > maxClaims {
+				return r.fail("poolAutoscaling.profiles", "expected at most 100000 claims in a step, profile %q holds %d", p, n)
+			}
 		}
 	}
 	return nil

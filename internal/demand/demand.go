@@ -44,24 +44,52 @@ type Exporter struct {
 	hits []Hit
 }
 
+// ErrCannotList says the claims could not be listed: the API server refused or failed the list,
+// or did not answer before the context ended.
+var ErrCannotList = errors.New("cannot list SandboxClaims")
+
 // Start runs the informer on ns (claims matching selector; "" = all) and serves on addr
-// ("127.0.0.1:0" picks a port). It returns once the informer has synced.
+// ("127.0.0.1:0" picks a port). It returns once the informer has synced, or with ErrCannotList
+// and the API server's error when a list fails or ctx ends first (at the latest after a minute).
 func Start(ctx context.Context, dc dynamic.Interface, ns, selector, addr string) (*Exporter, error) {
-	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dc, 0, ns, func(o *metav1.ListOptions) { o.LabelSelector = selector })
-	e := &Exporter{informer: f.ForResource(agentsandbox.ClaimGVR).Informer(), stopCh: make(chan struct{})}
-	f.Start(e.stopCh)
+	where := "every namespace"
+	if ns != "" {
+		where = "namespace " + ns
+	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if !cache.WaitForCacheSync(sctx.Done(), e.informer.HasSynced) {
-		close(e.stopCh)
-		return nil, fmt.Errorf("demand exporter: the SandboxClaim informer on %q did not sync", ns)
+	// One plain list first: it fails at once and says why (refused, forbidden, no such resource),
+	// where the informer's watch-list retries a refused connection for as long as it is let.
+	if _, err := dc.Resource(agentsandbox.ClaimGVR).Namespace(ns).List(sctx, metav1.ListOptions{LabelSelector: selector, Limit: 1}); err != nil {
+		return nil, fmt.Errorf("demand exporter: %w in %s: %v", ErrCannotList, where, err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		close(e.stopCh)
 		return nil, fmt.Errorf("demand exporter: listen on %s: %w", addr, err)
 	}
-	e.ln = ln
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dc, 0, ns, func(o *metav1.ListOptions) { o.LabelSelector = selector })
+	e := &Exporter{informer: f.ForResource(agentsandbox.ClaimGVR).Informer(), stopCh: make(chan struct{}), ln: ln}
+	// The reflector retries a failed list or watch for ever; remember the last failure to say why
+	// the informer never synced.
+	var mu sync.Mutex
+	var last error
+	_ = e.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		mu.Lock()
+		last = err
+		mu.Unlock()
+	})
+	f.Start(e.stopCh)
+	if !cache.WaitForCacheSync(sctx.Done(), e.informer.HasSynced) {
+		close(e.stopCh)
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		cause := "the informer did not sync in time"
+		if last != nil {
+			cause = last.Error()
+		}
+		return nil, fmt.Errorf("demand exporter: %w in %s: %s", ErrCannotList, where, cause)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path, e.serve)
 	e.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,5 +119,39 @@ func TestManifestsAreReadOnlyAndNamespaced(t *testing.T) {
 	}
 	if one := Manifests("demo", "claims-ns", "a=b", "img:1", 8080); one[1].GetKind() != "Role" || one[1].GetNamespace() != "claims-ns" {
 		t.Errorf("watching one namespace needs only a Role there: %v", one[1])
+	}
+}
+
+// Start gives up with the API server's error when the claims cannot be listed: at once when the
+// first list fails, and when ctx ends when only the informer's lists fail (it used to wait a
+// minute whatever the caller allowed, and say only "did not sync").
+func TestStartGivesUpWithTheAPIError(t *testing.T) {
+	for _, okLists := range []int{0, 1} {
+		t.Run(fmt.Sprintf("%d good lists", okLists), func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{agentsandbox.ClaimGVR: "SandboxClaimList"})
+			var lists atomic.Int32
+			dc.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+				if int(lists.Add(1)) > okLists {
+					return true, nil, errors.New("connection refused by the test")
+				}
+				return false, nil, nil
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			e, err := Start(ctx, dc, "ns", "", "127.0.0.1:0")
+			if e != nil || !errors.Is(err, ErrCannotList) {
+				t.Fatalf("Start = %v, %v; want ErrCannotList", e, err)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("gave up after %s; the context allowed 500ms", took)
+			}
+			for _, want := range []string{"namespace ns", "connection refused by the test"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
 	}
 }

@@ -170,11 +170,21 @@ type Provider struct {
 
 func (p *Provider) Name() string { return "kind" }
 
-func (p *Provider) Connect(ctx context.Context) (provider.Cluster, error) {
+// Connect creates the cluster and installs agent-sandbox. The temporary directory holding the
+// cluster's kubeconfig goes with the cluster on Close, and at once on every failure (without a
+// Docker engine, Create fails first and nothing is left behind).
+func (p *Provider) Connect(ctx context.Context) (_ provider.Cluster, err error) {
 	dir, err := os.MkdirTemp("", "brakebench-kind-")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kind: temporary directory for the kubeconfig: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			if rerr := os.RemoveAll(dir); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+	}()
 	kc := NewCluster(p.cfg.Cluster.KindName, p.cfg.Cluster.KindImage, dir)
 	if _, err := kc.Create(ctx); err != nil {
 		return nil, err
@@ -185,9 +195,10 @@ func (p *Provider) Connect(ctx context.Context) (provider.Cluster, error) {
 		ExporterURL: p.cfg.Autoscale.ExporterURL}
 	rc := kc.KubernetesRestConfig()
 	rc.QPS, rc.Burst = -1, 0
-	cl, err := kubeconfigprovider.NewCluster(kp, rc, true, kc.Destroy)
+	destroy := func(ctx context.Context) error { return errors.Join(kc.Destroy(ctx), os.RemoveAll(dir)) }
+	cl, err := kubeconfigprovider.NewCluster(kp, rc, true, destroy)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, kc.Destroy(context.WithoutCancel(ctx)))
 	}
 	if err := p.install(ctx, rc); err != nil {
 		return nil, errors.Join(err, kc.Destroy(context.WithoutCancel(ctx)))
