@@ -74,3 +74,28 @@ func TestControllerAndKueueReplay(t *testing.T) {
 		t.Error("a cluster without Kueue support must fail the Kueue restore")
 	}
 }
+
+type preparingCluster struct {
+	restoreCluster
+	built []string
+	fail  error
+}
+
+func (p *preparingCluster) PrepareVersions(_ context.Context, versions []string) error {
+	p.built = append(p.built, versions...)
+	return p.fail
+}
+
+// Every version a runnable cell needs is prepared once, before the first cell; a failure stops
+// the run there.
+func TestPrepareVersionsBeforeTheFirstCell(t *testing.T) {
+	plan := &Plan{Cells: []PlannedCell{{Version: "v0.5.5"}, {Version: "v0.5.3"}, {Version: "v0.5.5"}, {Version: "v0.4.6", NotApplicable: "no flag"}}}
+	pc := &preparingCluster{}
+	if err := prepareVersions(context.Background(), &Env{Cluster: pc}, plan); err != nil || fmt.Sprint(pc.built) != "[v0.5.5 v0.5.3]" {
+		t.Fatalf("built %v, %v", pc.built, err)
+	}
+	pc = &preparingCluster{fail: fmt.Errorf("module refused")}
+	if err := prepareVersions(context.Background(), &Env{Cluster: pc}, plan); err == nil {
+		t.Fatal("a failed build must fail the run before its first cell")
+	}
+}

@@ -217,6 +217,9 @@ func schedule(wl config.Workload, rng *rand.Rand) loadgen.Schedule {
 func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Results, error) {
 	cfg := env.Config
 	res := newResults(ctx, env, plan, w.name)
+	if err := prepareVersions(ctx, env, plan); err != nil {
+		return nil, err
+	}
 	if err := prepareFaults(ctx, env, plan); err != nil {
 		return nil, err
 	}
@@ -287,6 +290,24 @@ func newResults(ctx context.Context, env *Env, plan *Plan, suite string) *result
 		ServerVersion: md.KubernetesVersion, Nodes: md.Nodes, Distribution: md.Distribution, InstanceTypes: md.InstanceTypes,
 		Regions: md.Regions, Zones: md.Zones, ControlPlaneTier: md.ControlPlaneTier, RTTms: md.RTTms}
 	return res
+}
+
+// prepareVersions builds every controller version the plan's runnable cells use, before the
+// first cell (on clusters that build them: the lab).
+func prepareVersions(ctx context.Context, env *Env, plan *Plan) error {
+	vp, ok := env.Cluster.(provider.VersionPreparer)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{}
+	var versions []string
+	for _, c := range plan.Cells {
+		if c.NotApplicable == "" && !seen[c.Version] {
+			seen[c.Version] = true
+			versions = append(versions, c.Version)
+		}
+	}
+	return vp.PrepareVersions(ctx, versions)
 }
 
 // prepareFaults gives each fault type the plan's runnable cells use its run-wide setup (the GPU

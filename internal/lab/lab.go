@@ -532,3 +532,15 @@ func tailFile(path string, n int) string {
 func (l *Lab) ControllerLogPath() string {
 	return filepath.Join(l.dir, "logs", "agent-sandbox-controller.log")
 }
+
+// BuildController builds (or finds cached) the agent-sandbox controller at version, so a run can
+// have every version it needs before its first cell.
+func (l *Lab) BuildController(ctx context.Context, version string) error {
+	if version == "" || version == l.versions.AgentSandbox {
+		return nil
+	}
+	if _, err := l.builder.Build(ctx, labbuild.AgentSandboxComponent(version)); err != nil {
+		return fmt.Errorf("build agent-sandbox %s: %w", version, err)
+	}
+	return nil
+}

@@ -129,3 +129,10 @@ type ControllerLogs interface {
 	// ControllerLog is the controller's log (JSON lines) from its start or earlier.
 	ControllerLog(ctx context.Context) (io.ReadCloser, error)
 }
+
+// VersionPreparer is a cluster that must build controller versions before it can run them (the
+// lab); a run prepares every version it needs before its first cell, so a failing build never
+// wastes half a run.
+type VersionPreparer interface {
+	PrepareVersions(ctx context.Context, versions []string) error
+}

@@ -174,3 +174,13 @@ func (k *controller) Stop(ctx context.Context) (func(context.Context) error, err
 func (c *Cluster) ControllerLog(context.Context) (io.ReadCloser, error) {
 	return os.Open(c.lab.ControllerLogPath())
 }
+
+// PrepareVersions implements provider.VersionPreparer: every controller version is built now.
+func (c *Cluster) PrepareVersions(ctx context.Context, versions []string) error {
+	for _, v := range versions {
+		if err := c.lab.BuildController(ctx, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
