@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/brakebench/brakebench/internal/kube"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/brakebench/brakebench/internal/flagset"
+	"github.com/brakebench/brakebench/internal/kube"
 )
 
 // Deployment drives the controller installed in a cluster (kind, kubeconfig): a cell's flags and

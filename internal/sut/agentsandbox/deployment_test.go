@@ -2,13 +2,17 @@ package agentsandbox
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // controllerDeployment is an installed controller whose rollout is complete (fake clients never
@@ -54,5 +58,56 @@ func TestDeploymentConfigureAndRevert(t *testing.T) {
 	}
 	if _, a := current(); !reflect.DeepEqual(a, []string{"--leader-elect=true"}) {
 		t.Errorf("restored: %v", a)
+	}
+}
+
+// Configure fails at each step in turn; it must still return a revert that runs without panicking
+// and puts back what was changed.
+func TestConfigureFailsAtEachStepAndReverts(t *testing.T) {
+	orig := []string{"--leader-elect=true", "--extensions"}
+	cases := []struct {
+		name    string
+		setup   func(c *fake.Clientset)
+		missing bool
+	}{
+		{"deployment missing", func(c *fake.Clientset) {
+			_ = c.AppsV1().Deployments("agent-sandbox-system").Delete(context.Background(), "agent-sandbox-controller", metav1.DeleteOptions{})
+		}, true},
+		{"patch refused", func(c *fake.Clientset) {
+			c.PrependReactor("patch", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, errors.New("admission webhook denied the patch")
+			})
+		}, false},
+		{"rollout never completes", func(c *fake.Clientset) {
+			d := controllerDeployment()
+			d.Status.Replicas = 2 // an old pod never goes away
+			_, _ = c.AppsV1().Deployments(d.Namespace).UpdateStatus(context.Background(), d, metav1.UpdateOptions{})
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewSimpleClientset(controllerDeployment())
+			tc.setup(c)
+			d := &Deployment{Client: c, Namespace: "agent-sandbox-system", Name: "agent-sandbox-controller"}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			revert, err := d.Configure(ctx, "v0.5.6", []string{"--sandbox-warm-pool-max-refill-rate=10"})
+			if err == nil {
+				t.Fatal("Configure should fail")
+			}
+			if revert == nil {
+				t.Fatal("a failed Configure returned a nil revert")
+			}
+			rctx, rcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer rcancel()
+			_ = revert(rctx) // may fail again (the same refusal); must not panic
+			if tc.missing {
+				return
+			}
+			c.ReactionChain = c.ReactionChain[len(c.ReactionChain)-len(fake.NewSimpleClientset().ReactionChain):]
+			if v, a, err := d.Current(context.Background()); err != nil || v != "v0.5.5" || !reflect.DeepEqual(a, orig) {
+				t.Errorf("after the revert: %s %v %v, want v0.5.5 %v", v, a, err, orig)
+			}
+		})
 	}
 }

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/brakebench/brakebench/internal/kube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/brakebench/brakebench/internal/kube"
 )
 
 // Deployment is an installed Kueue manager on a kind or real cluster; its feature gates are
