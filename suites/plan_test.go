@@ -111,8 +111,10 @@ func TestPlanBrakeErrors(t *testing.T) {
 		want  string
 	}{
 		{"unknown brake", WarmpoolBurst(), []string{"matrix.brakes=none,turbo"}, `key "matrix.brakes": expected items from none, apf-insulation, `},
-		{"brake without value", WarmpoolBurst(), []string{"matrix.brakes=max-refill-rate", "brakes.maxRefillRate=0"}, `key "brakes.maxRefillRate": expected a positive rate in sandboxes/s because matrix.brakes has "max-refill-rate"`},
-		{"combination part without value", WarmpoolBurst(), []string{"matrix.brakes=replenish-delay+max-refill-rate", "brakes.replenishDelay=0s"}, `key "brakes.replenishDelay": expected a positive duration because matrix.brakes has "replenish-delay+max-refill-rate"`},
+		{"brake without value", WarmpoolBurst(), []string{"matrix.brakes=max-refill-rate", "brakes.maxRefillRate=0"}, `key "brakes.maxRefillRate": expected a positive rate in sandboxes/s, at most 100000 because matrix.brakes has "max-refill-rate"`},
+		{"combination part without value", WarmpoolBurst(), []string{"matrix.brakes=replenish-delay+max-refill-rate", "brakes.replenishDelay=0s"}, `key "brakes.replenishDelay": expected a positive duration up to 24h because matrix.brakes has "replenish-delay+max-refill-rate"`},
+		{"batch size out of range", WarmpoolBurst(), []string{"matrix.brakes=max-batch-size", "brakes.maxBatchSize=1000000"}, `key "brakes.maxBatchSize": expected a batch size of 1 to 100000 sandboxes`},
+		{"delay of a week", WarmpoolBurst(), []string{"matrix.brakes=replenish-delay", "brakes.replenishDelay=168h"}, `expected a positive duration up to 24h`},
 		{"brake twice in a combination", WarmpoolBurst(), []string{"matrix.brakes=max-refill-rate+max-refill-rate"}, `names max-refill-rate twice`},
 		{"gang arm in a warm-pool suite", WarmpoolBurst(), []string{"matrix.brakes=gate-on"}, `got "gate-on"`},
 		{"object brake under the autoscaler", PoolAutoscaling(), []string{"matrix.brakes=apf-insulation"}, `got "apf-insulation"`},

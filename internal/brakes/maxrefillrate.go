@@ -26,8 +26,8 @@ func init() { register(maxRefillRate{}) }
 func (maxRefillRate) Name() string { return "max-refill-rate" }
 
 func (maxRefillRate) Setting(b config.Brakes) (string, string, error) {
-	if !(b.MaxRefillRate > 0) {
-		return "", "brakes.maxRefillRate", fmt.Errorf("expected a positive rate in sandboxes/s")
+	if !(b.MaxRefillRate > 0) || b.MaxRefillRate > 100000 {
+		return "", "brakes.maxRefillRate", fmt.Errorf("expected a positive rate in sandboxes/s, at most 100000")
 	}
 	return strconv.FormatFloat(b.MaxRefillRate, 'f', -1, 64), "brakes.maxRefillRate", nil
 }

@@ -18,8 +18,8 @@ func init() { register(replenishDelay{}) }
 func (replenishDelay) Name() string { return "replenish-delay" }
 
 func (replenishDelay) Setting(b config.Brakes) (string, string, error) {
-	if b.ReplenishDelay <= 0 {
-		return "", "brakes.replenishDelay", fmt.Errorf("expected a positive duration")
+	if b.ReplenishDelay <= 0 || b.ReplenishDelay > 24*time.Hour {
+		return "", "brakes.replenishDelay", fmt.Errorf("expected a positive duration up to 24h")
 	}
 	return b.ReplenishDelay.String(), "brakes.replenishDelay", nil
 }
