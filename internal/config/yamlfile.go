@@ -1,15 +1,14 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"regexp"
 	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/brakebench/brakebench/internal/yamldoc"
 )
 
 // fileLayer is one configuration file read: its values as a nested map (viper's shape) and, per
@@ -26,31 +25,22 @@ type fileLayer struct {
 // Every error names the file and the 1-based line of the offending key.
 func parseFile(name string, raw []byte, s map[string]leaf) (*fileLayer, error) {
 	f := &fileLayer{name: name, schema: s, values: map[string]any{}, sources: map[string]string{}}
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return f, nil // empty, or only comments
+	node, err := yamldoc.One(raw)
+	if err != nil {
+		var de *yamldoc.Error
+		if errors.As(err, &de) && de.Line > 0 {
+			msg := de.Msg
+			if strings.HasPrefix(msg, "a second YAML document") {
+				msg += " (merge the keys into one, or give each document its own -f)"
+			}
+			return nil, &Error{Source: f.at(de.Line), Msg: msg}
 		}
-		return nil, f.syntaxError(err)
+		return nil, &Error{Source: f.name, Msg: err.Error()}
 	}
-	for {
-		var next yaml.Node
-		err := dec.Decode(&next)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, f.syntaxError(err)
-		}
-		if len(next.Content) > 0 && !isNull(next.Content[0]) {
-			return nil, &Error{Source: f.at(next.Line), Msg: "a second YAML document starts here (after ---): expected one document per file (merge the keys into one, or give each document its own -f)"}
-		}
+	if node == nil {
+		return f, nil // empty, or only comments
 	}
-	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
-		return f, nil
-	}
-	root := resolve(doc.Content[0])
+	root := resolve(node)
 	if root.Kind != yaml.MappingNode {
 		return nil, &Error{Source: f.at(root.Line), Msg: "expected a mapping of keys at the top level (like `workload:`), got " + nodeKind(root)}
 	}
@@ -61,30 +51,6 @@ func parseFile(name string, raw []byte, s map[string]leaf) (*fileLayer, error) {
 }
 
 func (f *fileLayer) at(line int) string { return fmt.Sprintf("%s:%d", f.name, line) }
-
-// yamlLine is the "line N: " yaml.v3 puts in front of a syntax error.
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// syntaxError turns a yaml.v3 syntax error into "file:LINE: not valid YAML: problem". yaml.v3
-// numbers the lines of parser errors from 0 and those of scanner errors from 1 (decode.go,
-// parser.fail: only scanner errors get line++); parser problems are the "did not find expected
-// ..." ones and the few below, so those are shifted to count from 1.
-func (f *fileLayer) syntaxError(err error) error {
-	m := yamlLine.FindStringSubmatch(err.Error())
-	if m == nil {
-		return &Error{Source: f.name, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
-	}
-	line, _ := strconv.Atoi(m[1])
-	problem := m[2]
-	switch {
-	case strings.HasPrefix(problem, "did not find expected"),
-		strings.HasPrefix(problem, "found duplicate %"),
-		problem == "found incompatible YAML document",
-		problem == "found undefined tag handle":
-		line++
-	}
-	return &Error{Source: f.at(line), Msg: "not valid YAML: " + problem}
-}
 
 func resolve(n *yaml.Node) *yaml.Node {
 	for n.Kind == yaml.AliasNode && n.Alias != nil {

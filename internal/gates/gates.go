@@ -27,10 +27,8 @@
 package gates
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"sort"
@@ -40,6 +38,8 @@ import (
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/brakebench/brakebench/internal/yamldoc"
 )
 
 // Gate is one parsed gate.
@@ -83,18 +83,20 @@ func Load(path string, s Schema) ([]Gate, error) {
 
 // Parse parses gate YAML (name is used in errors).
 func Parse(name string, raw []byte, s Schema) ([]Gate, error) {
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s:1: expected a mapping with a `gates:` list (the file is empty)", name)
+	root, err := yamldoc.One(raw)
+	if err != nil {
+		var de *yamldoc.Error
+		if errors.As(err, &de) && de.Line > 0 {
+			return nil, fmt.Errorf("%s:%d: %s", name, de.Line, de.Msg)
 		}
-		return nil, fmt.Errorf("%s: not valid YAML: %v", name, err)
+		return nil, fmt.Errorf("%s: %v", name, err)
 	}
-	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s:1: expected a mapping with a `gates:` list (the file is empty or is not a mapping)", name)
+	if root == nil {
+		return nil, fmt.Errorf("%s:1: expected a mapping with a `gates:` list (the file is empty)", name)
 	}
-	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s:%d: expected a mapping with a `gates:` list (the file is not a mapping)", name, root.Line)
+	}
 	var list *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k := root.Content[i]

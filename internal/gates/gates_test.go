@@ -59,7 +59,9 @@ func TestParseErrors(t *testing.T) {
 		yaml string
 		want string
 	}{
-		{"gates: [unclosed\n", "g.yaml: not valid YAML"},
+		{"gates: [unclosed\n", "g.yaml:2: not valid YAML"},
+		{"gates:\n  - name: a\n    expr: [unclosed\n  - name: b\n", `g.yaml:3: not valid YAML: did not find expected`},
+		{"gates:\n  - name: a\n    expr: all.claims.failed == 0\n---\ngates: []\n", `g.yaml:4: a second YAML document starts here`},
 		{"rules:\n- expr: a\n", `g.yaml:1: unknown key "rules"`},
 		{"gates: {}\n", "g.yaml:1: `gates:` must be a list"},
 		{"gates:\n- name: x\n", "g.yaml:2: gate has no expr"},
