@@ -154,7 +154,7 @@ func (s poolAutoscaling) Run(ctx context.Context, env *Env, plan *Plan) (*result
 	registered := false
 	runCells(ctx, env, plan, res,
 		func(pc PlannedCell) string {
-			return fmt.Sprintf("profile %s, controller flags %v", pc.Profile, pc.Flags)
+			return fmt.Sprintf("profile %s, controller flags: %s", pc.Profile, flagList(pc.Flags))
 		},
 		func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
 			var cell results.Cell

@@ -3,6 +3,7 @@ package suites
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -124,4 +125,12 @@ func runScoped(ctx context.Context, env *Env, pc PlannedCell, idx int, run cellF
 		return results.Cell{Brake: pc.Brake, Fault: pc.Fault, Error: "create namespace: " + err.Error()}
 	}
 	return run(ctx, sc, pc, idx)
+}
+
+// flagList prints controller flags for a progress line ("none" when there are none).
+func flagList(flags []string) string {
+	if len(flags) == 0 {
+		return "none"
+	}
+	return strings.Join(flags, " ")
 }

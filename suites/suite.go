@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/config"
@@ -130,7 +131,7 @@ func Default() *Registry {
 func (r *Registry) Get(name string) (Suite, error) {
 	s, ok := r.suites[name]
 	if !ok {
-		return nil, fmt.Errorf("no suite named %q (known: %v)", name, r.Names())
+		return nil, fmt.Errorf("no suite named %q (known: %s)", name, strings.Join(r.Names(), ", "))
 	}
 	return s, nil
 }

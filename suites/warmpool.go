@@ -160,7 +160,7 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 	case "poisson":
 		load = fmt.Sprintf("Poisson arrivals at %.4g claims/s for %s", wl.Rate, wl.Duration)
 	default:
-		load = fmt.Sprintf("steps %v claims/s, %s each", wl.Steps, wl.Duration)
+		load = fmt.Sprintf("steps of %s claims/s, %s each", joinFloats(wl.Steps), wl.Duration)
 	}
 	p.Changes = []string{
 		fmt.Sprintf("per cell: a namespace bb-<run>-<n> labelled %s, holding a SandboxTemplate, a SandboxWarmPool of %d and the claims; deleted (and waited for) at the end of the cell", "app.kubernetes.io/managed-by=brakebench", wl.Pool),
@@ -229,7 +229,7 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 	rng := rand.New(rand.NewPCG(uint64(plan.Seed), 1))
 	runCells(ctx, env, plan, res,
 		func(pc PlannedCell) string {
-			return fmt.Sprintf("version %s, flags: %v", versionName(pc.Version), pc.Flags)
+			return fmt.Sprintf("version %s, flags: %s", versionName(pc.Version), flagList(pc.Flags))
 		},
 		func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
 			var cell results.Cell
@@ -370,4 +370,12 @@ func machine() results.Machine {
 		}
 	}
 	return m
+}
+
+func joinFloats(fs []float64) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return strings.Join(parts, ", ")
 }
