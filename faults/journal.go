@@ -13,6 +13,9 @@ import (
 	"time"
 )
 
+// ErrNoJournal: the run asked for has no journal (it never changed anything, or was cleaned up).
+var ErrNoJournal = errors.New("no journal")
+
 // Journal ops.
 const (
 	OpCluster    = "cluster"    // first entry: which cluster the run touched
@@ -45,6 +48,9 @@ type Journal struct {
 	f    *os.File
 	run  string
 	Path string
+	// torn is set when a write failed part-way: the next entry starts on a new line, so the
+	// partial one cannot swallow it.
+	torn bool
 }
 
 // OpenJournal creates the run's journal and records which cluster it is about.
@@ -73,9 +79,15 @@ func (j *Journal) Record(e Entry) error {
 	if err != nil {
 		return err
 	}
-	if _, err := j.f.Write(append(raw, '\n')); err != nil {
+	line := append(raw, '\n')
+	if j.torn {
+		line = append([]byte{'\n'}, line...)
+	}
+	if _, err := j.f.Write(line); err != nil {
+		j.torn = true
 		return fmt.Errorf("journal %s: %w", j.Path, err)
 	}
+	j.torn = false
 	return j.f.Sync()
 }
 
@@ -122,8 +134,10 @@ func (r RunJournal) Pending() []Entry {
 	return out
 }
 
-// ReadJournals reads every journal in dir (only run's, when run != ""). A torn last line (the
-// process died while writing it) is skipped.
+// ReadJournals reads every journal in dir (only run's, when run != ""). A line that is not an
+// entry (the process died while writing it, or a write failed part-way: the change it announced
+// was never made) is skipped; a journal that cannot be read to its end is an error, so cleanup
+// never removes a journal it did not read whole.
 func ReadJournals(dir, run string) ([]RunJournal, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
@@ -153,11 +167,15 @@ func ReadJournals(dir, run string) ([]RunJournal, error) {
 			}
 			rj.Entries = append(rj.Entries, e)
 		}
+		err = sc.Err()
 		fh.Close()
+		if err != nil {
+			return nil, fmt.Errorf("journal %s: %w", f, err)
+		}
 		out = append(out, rj)
 	}
 	if run != "" && len(out) == 0 {
-		return nil, fmt.Errorf("no journal for run %s in %s", run, dir)
+		return nil, fmt.Errorf("%w for run %s in %s", ErrNoJournal, run, dir)
 	}
 	return out, nil
 }

@@ -369,3 +369,43 @@ func TestJournalRemove(t *testing.T) {
 		t.Errorf("second Remove: %v", err)
 	}
 }
+
+// A write that fails part-way leaves a partial line; the next entry must still read back.
+func TestJournalEntryAfterAFailedWrite(t *testing.T) {
+	dir := t.TempDir()
+	j, err := OpenJournal(dir, "r1", "https://x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a failed write leaves: part of a line, and the journal knows it.
+	if _, err := j.f.Write([]byte(`{"run":"r1","op":"chan`)); err != nil {
+		t.Fatal(err)
+	}
+	j.torn = true
+	if err := j.Record(Entry{Op: OpChanged, Ref: "node/n1", Kind: "Node", Name: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = j.Close()
+	js, err := ReadJournals(dir, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := js[0].Pending(); len(p) != 1 || p[0].Name != "n1" {
+		t.Fatalf("pending %+v, want the node change written after the torn line", p)
+	}
+}
+
+// A line longer than the reader takes is an error, not a silently shortened journal.
+func TestJournalTooLongIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	long := make([]byte, 17<<20)
+	for i := range long {
+		long[i] = 'x'
+	}
+	if err := os.WriteFile(filepath.Join(dir, "r2.jsonl"), append(long, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadJournals(dir, "r2"); err == nil {
+		t.Fatal("want an error for a journal that cannot be read to its end")
+	}
+}

@@ -127,8 +127,11 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 		return err
 	}
 	journals, err := faults.ReadJournals(jdir, run)
-	if err != nil && run != "" {
+	switch {
+	case errors.Is(err, faults.ErrNoJournal):
 		add("journal of run "+run, "already gone", err.Error())
+	case err != nil:
+		add("journals in "+jdir, "failed", err.Error()) // unreadable: kept for a person to read
 	}
 	host := cluster.RESTConfig().Host
 	env := faults.ReplayEnv{Clients: c, Cluster: cluster}
