@@ -45,6 +45,13 @@ func (gangQuota) Plan(cfg *config.Resolved, _ PlanContext) (*Plan, error) {
 	if seed == 0 {
 		seed = time.Now().UnixNano()%1_000_000_000 + 1
 	}
+	// On the lab the GPU capacity is configuration: too little of it is bad input, found before
+	// the lab is brought up (elsewhere checkGPUCapacity reads the nodes before the first cell).
+	g := cfg.GangQuota
+	if need := gpusNeeded(g); cfg.Cluster.Provider == "lab" && cfg.Lab.Nodes.Count*cfg.Lab.Nodes.GPUs < need {
+		return nil, &config.Error{Source: cfg.Source("lab.nodes.gpus"), Key: "lab.nodes.gpus",
+			Msg: fmt.Sprintf("expected at least %d GPUs over the lab's %d nodes (max(replicas x resizeTo, scaleReplicasTo x size) x gpusPerPod, so extra pods are never held back by capacity), got %d per node", need, cfg.Lab.Nodes.Count, cfg.Lab.Nodes.GPUs)}
+	}
 	p := &Plan{Suite: "gang-quota", Seed: seed, Primary: "arm"}
 	for _, arm := range cfg.Matrix.Brakes {
 		p.Names = append(p.Names, arm)
@@ -57,7 +64,6 @@ func (gangQuota) Plan(cfg *config.Resolved, _ PlanContext) (*Plan, error) {
 	p.Baseline = p.Names[0]
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6761_6e67))
 	rng.Shuffle(len(p.Cells), func(i, j int) { p.Cells[i], p.Cells[j] = p.Cells[j], p.Cells[i] })
-	g := cfg.GangQuota
 	where := "lab: Kueue and the LeaderWorkerSet controller (built on first use) run as local processes, their CRDs, RBAC and webhooks (URL client configs, lab CA) are installed; the webhooks are removed and both processes stopped at the end"
 	if cfg.Cluster.Provider != "lab" {
 		where = fmt.Sprintf("%s: the installed Kueue (Deployment %s/%s) gets --feature-gates=%s=true|false patched per arm (needs cluster.allowContext) and its original args back at the end",
@@ -233,7 +239,7 @@ func (gangQuota) runCell(ctx context.Context, env *Env, sc *Scope, kq provider.K
 // whose extra pods merely wait for GPUs would look like a brake that held.
 func checkGPUCapacity(ctx context.Context, env *Env) error {
 	g := env.Config.GangQuota
-	need := max(g.Replicas*g.ResizeTo, g.ScaleReplicasTo*g.Size) * g.GPUsPerPod
+	need := gpusNeeded(g)
 	nodes, err := env.Clients.Typed.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -249,6 +255,11 @@ func checkGPUCapacity(ctx context.Context, env *Env) error {
 			need, kueuelws.GPUResource, have)
 	}
 	return nil
+}
+
+// gpusNeeded is the most GPUs the experiment's pods may request at once.
+func gpusNeeded(g config.GangQuota) int {
+	return max(g.Replicas*g.ResizeTo, g.ScaleReplicasTo*g.Size) * g.GPUsPerPod
 }
 
 func acceptedWord(s results.GangStep) string {
