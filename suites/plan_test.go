@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/brakebench/brakebench/internal/config"
+	"github.com/brakebench/brakebench/internal/stats"
 )
 
 func TestPlanAxes(t *testing.T) {
@@ -189,5 +190,17 @@ func TestPlanFaultErrors(t *testing.T) {
 		if (c.Fault == "scheduler-qps") != strings.Contains(c.NotApplicable, "only the lab can do") {
 			t.Errorf("cell %s: not applicable %q", c.ID, c.NotApplicable)
 		}
+	}
+}
+
+// The main job runs enough repetitions to find a 20% p99 shift 80% of the time (stats.PowerReps,
+// proved by simulation in the stats package): a default below it would make "~" mean "not looked".
+func TestMainJobHasPower(t *testing.T) {
+	cfg, err := config.Loader{Suite: "warmpool-burst"}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Matrix.Repetitions < stats.PowerReps {
+		t.Fatalf("warmpool-burst runs %d repetitions by default; a 20%% p99 shift needs %d for 80%% power", cfg.Matrix.Repetitions, stats.PowerReps)
 	}
 }

@@ -60,7 +60,7 @@ func TestNestedCalibration(t *testing.T) {
 
 // Power: a true 20% shift of every latency (so of p99) between the sides, with a quiet cluster's
 // repetition noise (sd 0.05 on the log scale), is detected in at least 80% of 200 simulated
-// comparisons at 10 repetitions a side (8 give about 0.8). At 3 a side nothing can be detected (the smallest
+// comparisons at PowerReps (10) repetitions a side (8 give about 0.8). At 3 a side nothing can be detected (the smallest
 // possible p is 0.1), which the comparison says instead of printing "~" as if it had looked.
 func TestNestedPower(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 20))
@@ -68,7 +68,7 @@ func TestNestedPower(t *testing.T) {
 	for _, tc := range []struct {
 		reps     int
 		minPower float64
-	}{{10, 0.80}, {5, 0}, {3, 0}} {
+	}{{PowerReps, 0.80}, {5, 0}, {3, 0}} {
 		hits := 0
 		var note string
 		for s := 0; s < sims; s++ {
