@@ -1,5 +1,7 @@
-// Package faults holds what changes a cluster on purpose: the Fault seam and the revert stack that
-// faults and brake toggles share. Whatever acts registers its revert first; the stack runs every
+// Package faults holds what changes a cluster on purpose: the fault types a cell can inject (the
+// CellFault registry, cell_*.go), the low-level changes they make (APF objects, node conditions,
+// control-plane flags), the journal and its replayers, and the revert stack that faults and brake
+// toggles share. Whatever acts registers its revert first; the stack runs every
 // revert, newest first, on success, error, Ctrl-C and SIGTERM.
 package faults
 
@@ -12,12 +14,6 @@ import (
 
 // Revert undoes one change. It must be safe to call when the change only half happened.
 type Revert func(ctx context.Context) error
-
-// Fault is one injectable fault; Arm returns the revert (also when it fails half-way).
-type Fault interface {
-	Name() string
-	Arm(ctx context.Context) (Revert, error)
-}
 
 // Stack is a LIFO of reverts.
 type Stack struct {
