@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"math"
 	"sort"
-	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -260,11 +259,6 @@ func ordinal(n int) string {
 		return "rd"
 	}
 	return "th"
-}
-
-func parseSeconds(d string) (float64, error) {
-	dur, err := time.ParseDuration(d)
-	return dur.Seconds(), err
 }
 
 // addStepLine draws one series of (t, value) observations as a post-step line held until end:

@@ -48,7 +48,7 @@ func TestPrecedence(t *testing.T) {
 		claimSource string
 	}{
 		{"built-in default", Loader{}, 10, 1, 10, "default"},
-		{"suite file over default", Loader{Suite: "warmpool-burst"}, 300, 5, 300, suiteClaims},
+		{"suite file over default", Loader{Suite: "warmpool-burst"}, 300, 10, 300, suiteClaims},
 		{"user file over suite file", Loader{Suite: "warmpool-burst", Files: []string{file}}, 40, 2, 40, file + ":2"},
 		{"env over file", Loader{Suite: "warmpool-burst", Files: []string{file}, Env: []string{"BRAKEBENCH_WORKLOAD_CLAIMS=50", "PATH=/bin"}}, 50, 2, 40, "env BRAKEBENCH_WORKLOAD_CLAIMS"},
 		{"--set over env", Loader{Suite: "warmpool-burst", Files: []string{file}, Env: []string{"BRAKEBENCH_WORKLOAD_CLAIMS=50"}, Sets: []string{"workload.claims=60"}}, 60, 2, 40, "--set"},
