@@ -2,6 +2,7 @@ package agentsandbox
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"math"
@@ -14,6 +15,8 @@ import (
 // issues pool creates, with "count" the sandboxes that pass asked for (v0.4 and later).
 const createPassMsg = "Creating new pool sandboxes"
 
+var passMsg = []byte(`"` + createPassMsg + `"`)
+
 // CreatePasses reads a controller log (controller-runtime's zap JSON lines) and returns the
 // count of each create pass for the pool in namespace ns logged at or after since, in log order.
 // Lines that are not JSON (a panic trace, klog output) are skipped.
@@ -23,7 +26,8 @@ func CreatePasses(r io.Reader, ns string, since time.Time) ([]int, error) {
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if len(line) == 0 || line[0] != '{' {
+		// Most lines are other messages: skip them before decoding (a run's log grows to many MB).
+		if len(line) == 0 || line[0] != '{' || !bytes.Contains(line, passMsg) {
 			continue
 		}
 		var e struct {
