@@ -5,6 +5,7 @@ package kubeconfigprovider
 
 import (
 	"context"
+	"io"
 	"fmt"
 	"time"
 
@@ -138,4 +139,10 @@ func (g *guarded) Stop(ctx context.Context) (func(context.Context) error, error)
 		return func(context.Context) error { return nil }, err // nothing was changed
 	}
 	return g.c.dep.Stop(ctx)
+}
+
+// ControllerLog implements provider.ControllerLogs: the controller Deployment's pods' logs
+// (reading them changes nothing, so cluster.allowContext is not needed).
+func (c *Cluster) ControllerLog(ctx context.Context) (io.ReadCloser, error) {
+	return c.dep.Logs(ctx)
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -141,4 +143,53 @@ func withTag(image, tag string) string {
 		image = image[:i]
 	}
 	return image + ":" + tag
+}
+
+// Logs is the controller container's log of every pod the Deployment selects now (the pods of
+// the current rollout), one after another; reading it changes nothing.
+func (d *Deployment) Logs(ctx context.Context) (io.ReadCloser, error) {
+	dep, err := d.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("deployment %s/%s selector: %w", d.Namespace, d.Name, err)
+	}
+	pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return nil, fmt.Errorf("pods of deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	container := dep.Spec.Template.Spec.Containers[0].Name
+	var readers []io.Reader
+	var closers []io.Closer
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		rc, err := d.Client.CoreV1().Pods(d.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container}).Stream(ctx)
+		if err != nil {
+			for _, c := range closers {
+				_ = c.Close()
+			}
+			return nil, fmt.Errorf("log of pod %s/%s: %w", d.Namespace, p.Name, err)
+		}
+		readers, closers = append(readers, rc, strings.NewReader("\n")), append(closers, rc)
+	}
+	return &multiReadCloser{Reader: io.MultiReader(readers...), closers: closers}, nil
+}
+
+type multiReadCloser struct {
+	io.Reader
+	closers []io.Closer
+}
+
+func (m *multiReadCloser) Close() error {
+	var first error
+	for _, c := range m.closers {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -3,7 +3,9 @@ package agentsandbox
 import (
 	"context"
 	"errors"
+	"io"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +111,28 @@ func TestConfigureFailsAtEachStepAndReverts(t *testing.T) {
 				t.Errorf("after the revert: %s %v %v, want v0.5.5 %v", v, a, err, orig)
 			}
 		})
+	}
+}
+
+// Logs reads the log of every live pod the Deployment selects, and of no other pod.
+func TestDeploymentLogs(t *testing.T) {
+	dep := controllerDeployment()
+	dep.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent-sandbox-controller"}}
+	pod := func(name string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "agent-sandbox-system", Labels: labels}}
+	}
+	c := fake.NewSimpleClientset(dep, pod("ctrl-1", map[string]string{"app": "agent-sandbox-controller"}), pod("other", map[string]string{"app": "x"}))
+	d := &Deployment{Client: c, Namespace: "agent-sandbox-system", Name: "agent-sandbox-controller"}
+	rc, err := d.Logs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(rc)
+	if err := rc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The fake clientset answers every log request with "fake logs".
+	if got := strings.Count(string(raw), "fake logs"); got != 1 {
+		t.Fatalf("read %q: want the log of exactly the one selected pod", raw)
 	}
 }
