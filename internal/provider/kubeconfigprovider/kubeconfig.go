@@ -5,8 +5,8 @@ package kubeconfigprovider
 
 import (
 	"context"
-	"io"
 	"fmt"
+	"io"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
