@@ -1,0 +1,87 @@
+package suites
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/progress"
+	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
+	"github.com/brakebench/brakebench/internal/sut/kueuelws"
+)
+
+func runnerEnv(t *testing.T) *Env {
+	t.Helper()
+	lists := map[schema.GroupVersionResource]string{
+		agentsandbox.ClaimGVR: "SandboxClaimList", agentsandbox.PoolGVR: "SandboxWarmPoolList", agentsandbox.SandboxGVR: "SandboxList",
+		kueuelws.LWSGVR: "LeaderWorkerSetList", {Version: "v1", Resource: "pods"}: "PodList", {Version: "v1", Resource: "namespaces"}: "NamespaceList",
+	}
+	return &Env{
+		Clients:  &kube.Clients{Typed: fake.NewClientset(), Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists)},
+		Progress: progress.Discard(), Reverts: &faults.Stack{}, RunID: "t1",
+	}
+}
+
+// The runner gives each cell a labelled namespace and tears it down; a teardown that fails keeps
+// the cell's numbers (its teardown error and a run error say what failed); a not-applicable cell
+// is recorded without running; an interrupt stops the run before the next cell.
+func TestRunCells(t *testing.T) {
+	env := runnerEnv(t)
+	plan := &Plan{Cells: []PlannedCell{
+		{ID: "b#1", Name: "b", Rep: 1, NotApplicable: "no flag"},
+		{ID: "a#1", Name: "a", Rep: 1},
+		{ID: "c#1", Name: "c", Rep: 1},
+	}}
+	res := &results.Results{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var seen []string
+	runCells(ctx, env, plan, res, func(PlannedCell) string { return "" },
+		func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
+			seen = append(seen, pc.ID)
+			ns, err := env.Clients.Typed.CoreV1().Namespaces().Get(ctx, sc.Namespace, metav1.GetOptions{})
+			if err != nil || ns.Labels[kube.RunIDKey] != "t1" || ns.Labels[kube.ManagedByKey] != kube.ManagedByValue {
+				t.Errorf("cell %s: namespace %v, %v", pc.ID, ns, err)
+			}
+			sc.Reverts.Push("something of the cell", func(context.Context) error { return errors.New("finalizer stuck") })
+			sc.T0 = time.Now()
+			sc.Timeline.Add("f", "armed", "x")
+			cancel() // the operator presses Ctrl-C during the first cell
+			return results.Cell{Stats: results.CellStats{Total: 42}}
+		}, nil)
+	if strings.Join(seen, ",") != "a#1" {
+		t.Fatalf("ran %v, want only a#1 (b is not applicable, the interrupt stops c)", seen)
+	}
+	if len(res.Cells) != 2 || res.Cells[0].NotApplicable != "no flag" || res.Cells[0].ID != "b#1" {
+		t.Fatalf("cells %+v", res.Cells)
+	}
+	a := res.Cells[1]
+	if a.ID != "a#1" || a.Namespace != "bb-t1-01" || a.Stats.Total != 42 || !strings.Contains(a.TeardownError, "finalizer stuck") ||
+		a.Phases["teardown"] < 0 || a.Phases["total"] <= 0 || len(a.FaultLog) != 1 {
+		t.Errorf("cell a: %+v", a)
+	}
+	if a.Error != "interrupted" {
+		t.Errorf("cell a error %q, want interrupted (the measurements stay)", a.Error)
+	}
+	joined := strings.Join(res.Errors, "; ")
+	if !strings.Contains(joined, "a#1: teardown: ") || !strings.Contains(joined, "interrupted before cell c#1") {
+		t.Errorf("run errors %q", joined)
+	}
+	if _, err := env.Clients.Typed.CoreV1().Namespaces().Get(context.Background(), "bb-t1-01", metav1.GetOptions{}); err == nil {
+		t.Error("the cell's namespace was not deleted")
+	}
+	if env.Reverts.Len() != 1 {
+		t.Errorf("run stack holds %d entries, want the cell's (already run, now empty)", env.Reverts.Len())
+	}
+}
