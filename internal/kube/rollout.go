@@ -7,8 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -23,57 +22,23 @@ func RolledOut(d *appsv1.Deployment) bool {
 	return st.ObservedGeneration >= d.Generation && st.UpdatedReplicas == want && st.AvailableReplicas == want && st.Replicas == want
 }
 
-// WaitRollout waits, on a watch of the one Deployment (from the resourceVersion it read, and
-// again after a closed watch), until it has rolled out (RolledOut).
+// WaitRollout waits, on a watch of the one Deployment (UntilObject), until it has rolled out.
 func WaitRollout(ctx context.Context, c kubernetes.Interface, ns, name string, timeout time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	deps := c.AppsV1().Deployments(ns)
-	fail := func(err error) error { return fmt.Errorf("rollout of deployment %s/%s: %w", ns, name, err) }
-	for {
-		d, err := deps.Get(wctx, name, metav1.GetOptions{})
-		if err != nil {
-			return fail(err)
-		}
-		if RolledOut(d) {
-			return nil
-		}
-		w, err := deps.Watch(wctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: d.ResourceVersion})
-		if err != nil {
-			return fail(err)
-		}
-		done, err := untilRolledOut(wctx, w, name)
-		w.Stop()
-		if done || err != nil {
-			if err != nil {
-				return fail(err)
-			}
-			return nil
-		}
-	}
-}
-
-// untilRolledOut reads w until the Deployment has rolled out (true), is deleted or the context
-// ends (error), or the watch closes (false, nil: read it again).
-func untilRolledOut(ctx context.Context, w watch.Interface, name string) (bool, error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return false, nil
-			}
-			d, isDep := ev.Object.(*appsv1.Deployment)
-			if !isDep || d.Name != name {
-				continue
-			}
-			if ev.Type == watch.Deleted {
+	err := UntilObject(wctx, name,
+		func(ctx context.Context) (runtime.Object, error) { return deps.Get(ctx, name, metav1.GetOptions{}) },
+		deps.Watch,
+		func(obj runtime.Object, exists bool) (bool, error) {
+			if !exists {
 				return false, fmt.Errorf("deleted during the rollout")
 			}
-			if RolledOut(d) {
-				return true, nil
-			}
-		}
+			d, ok := obj.(*appsv1.Deployment)
+			return ok && RolledOut(d), nil
+		})
+	if err != nil {
+		return fmt.Errorf("rollout of deployment %s/%s: %w", ns, name, err)
 	}
+	return nil
 }

@@ -11,10 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/brakebench/brakebench/internal/kube"
@@ -101,46 +100,12 @@ func dropFinalizers(ctx context.Context, ri dynamic.ResourceInterface, name stri
 	return err
 }
 
-// waitGone waits until the named object no longer exists: a get, then a watch from the
-// resourceVersion it read (read again when a watch closes). A plain watch rather than a reflector:
-// it needs no watch-list support from the server (or from a fake client).
+// waitGone waits, on a watch (kube.UntilObject), until the named object no longer exists.
 func waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string, d time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	for {
-		o, err := ri.Get(wctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		w, err := ri.Watch(wctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: o.GetResourceVersion()})
-		if err != nil {
-			return err
-		}
-		gone, err := untilDeleted(wctx, w, name)
-		w.Stop()
-		if gone || err != nil {
-			return err
-		}
-	}
-}
-
-// untilDeleted reads w until the object is deleted (true), the context ends (error) or the watch
-// closes (false, nil).
-func untilDeleted(ctx context.Context, w watch.Interface, name string) (bool, error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return false, nil
-			}
-			if m, isObj := ev.Object.(metav1.Object); isObj && m.GetName() == name && ev.Type == watch.Deleted {
-				return true, nil
-			}
-		}
-	}
+	return kube.UntilObject(wctx, name,
+		func(ctx context.Context) (runtime.Object, error) { return ri.Get(ctx, name, metav1.GetOptions{}) },
+		ri.Watch,
+		func(_ runtime.Object, exists bool) (bool, error) { return !exists, nil })
 }
