@@ -135,6 +135,10 @@ type Lab struct {
 	// default 15s); the pool-autoscaling suite may change it for its run and records it.
 	HPASyncPeriod time.Duration `mapstructure:"hpaSyncPeriod"`
 	UpTimeout     time.Duration `mapstructure:"upTimeout"`
+	// RealNode adds one real node (containerd, runc, CNI bridge, kubelet) beside the simulated
+	// ones, for the in-cluster paths: controllers as Deployments, cold start on a real runtime.
+	// Decided when the lab comes up; off by default (it needs root, runc and a few seconds).
+	RealNode bool `mapstructure:"realNode"`
 }
 
 // Nodes are the simulated (kwok) nodes.

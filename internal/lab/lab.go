@@ -47,6 +47,7 @@ type State struct {
 	Controller           *Controller       `json:"controller,omitempty"`
 	Gang                 *Gang             `json:"gang,omitempty"`
 	KEDA                 *KEDA             `json:"keda,omitempty"`
+	RealNode             *RealNode         `json:"realNode,omitempty"`
 	CreatedAt            time.Time         `json:"createdAt"`
 	UpSeconds            float64           `json:"upSeconds"`
 }
@@ -243,6 +244,11 @@ func (l *Lab) Up(ctx context.Context, controllerArgs []string) (st *State, err e
 		return nil, err
 	}
 	s.Server = rc.Host
+	if l.cfg.RealNode {
+		if err = l.startRealNode(ctx, s, clients); err != nil {
+			return nil, err
+		}
+	}
 	if err = l.installAgentSandbox(ctx, clients, l.versions.AgentSandbox); err != nil {
 		return nil, err
 	}
@@ -269,8 +275,39 @@ func (l *Lab) createCluster(ctx context.Context, s *State) error {
 	if err != nil {
 		return err
 	}
+	// Component flags go in a KwokctlConfiguration document (kwokctl v0.8.0's --extra-args
+	// indexes its patches wrongly once two components take more than one flag each).
+	patches := componentPatches{}
+	// The aggregation layer's request-header authentication (kwokctl sets the proxy client
+	// certificate but not these): aggregated APIs such as KEDA's external metrics then see the
+	// real requesting user. pki/ exists before kwokctl starts the apiserver.
+	pki := filepath.Join(l.clusterDir(), "pki")
+	patches.add("kube-apiserver",
+		"requestheader-client-ca-file="+filepath.Join(pki, "ca.crt"),
+		"requestheader-allowed-names=kwok-admin",
+		"requestheader-username-headers=X-Remote-User",
+		"requestheader-group-headers=X-Remote-Group",
+		"requestheader-extra-headers-prefix=X-Remote-Extra-")
+	patches.add("kube-controller-manager", "horizontal-pod-autoscaler-sync-period="+l.cfg.HPASyncPeriod.String())
+	// kwok manages only the simulated nodes (kwokctl's binary runtime would take every node whose
+	// Lease it can claim, the real node's included).
+	patches.add("kwok-controller", "manage-all-nodes=false", "manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake")
+	if l.cfg.RealNode {
+		// logs and exec on the real node: the apiserver reaches its kubelet by IP, as the lab's admin.
+		patches.add("kube-apiserver",
+			"kubelet-client-certificate="+filepath.Join(pki, "admin.crt"),
+			"kubelet-client-key="+filepath.Join(pki, "admin.key"),
+			"kubelet-preferred-address-types=InternalIP")
+	}
+	for _, a := range l.cfg.APIServerArgs {
+		patches.add("kube-apiserver", strings.TrimPrefix(a, "--"))
+	}
+	doc, err := patches.document()
+	if err != nil {
+		return err
+	}
 	stagesPath := filepath.Join(l.dir, "kwok-stages.yaml")
-	if err := os.WriteFile(stagesPath, stages, 0o644); err != nil {
+	if err := os.WriteFile(stagesPath, append(stages, doc...), 0o644); err != nil {
 		return err
 	}
 	args := []string{
@@ -283,23 +320,6 @@ func (l *Lab) createCluster(ctx context.Context, s *State) error {
 		"--kwok-controller-binary", s.Binaries["kwok"],
 		"--kubeconfig", s.Kubeconfig,
 		"--wait", l.cfg.UpTimeout.String(),
-	}
-	// The aggregation layer's request-header authentication (kwokctl sets the proxy client
-	// certificate but not these): aggregated APIs such as KEDA's external metrics then see the
-	// real requesting user. pki/ exists before kwokctl starts the apiserver.
-	pki := filepath.Join(l.clusterDir(), "pki")
-	for _, a := range []string{
-		"requestheader-client-ca-file=" + filepath.Join(pki, "ca.crt"),
-		"requestheader-allowed-names=kwok-admin",
-		"requestheader-username-headers=X-Remote-User",
-		"requestheader-group-headers=X-Remote-Group",
-		"requestheader-extra-headers-prefix=X-Remote-Extra-",
-	} {
-		args = append(args, "--extra-args", "kube-apiserver="+a)
-	}
-	args = append(args, "--extra-args", "kube-controller-manager=horizontal-pod-autoscaler-sync-period="+l.cfg.HPASyncPeriod.String())
-	for _, a := range l.cfg.APIServerArgs {
-		args = append(args, "--extra-args", "kube-apiserver="+strings.TrimPrefix(a, "--"))
 	}
 	out, err := l.kwokctl(ctx, s, args...)
 	if err != nil {
@@ -444,6 +464,15 @@ func (l *Lab) Down(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if s != nil {
+		// The real node first: its kubelet drains through the apiserver while that still runs.
+		if err := l.stopRealNode(ctx, s); err != nil {
+			errs = append(errs, fmt.Errorf("real node: %w", err))
+		}
+		if s.RealNode != nil {
+			if left := s.RealNode.Leftovers(); len(left) > 0 {
+				errs = append(errs, fmt.Errorf("real node left behind: %s", strings.Join(left, "; ")))
+			}
+		}
 		if err := l.StopController(s); err != nil {
 			errs = append(errs, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -50,4 +51,47 @@ func stagesConfig(kwokModuleDir string, bootDelay, bootJitter time.Duration) ([]
 		out = append(out, doc...)
 	}
 	return out, nil
+}
+
+// componentPatches are extra flags per kwokctl component, in order.
+type componentPatches struct {
+	names []string
+	args  map[string][]string
+}
+
+// add appends key=value flags (no dashes) to component.
+func (p *componentPatches) add(component string, kvs ...string) {
+	if p.args == nil {
+		p.args = map[string][]string{}
+	}
+	if _, ok := p.args[component]; !ok {
+		p.names = append(p.names, component)
+	}
+	p.args[component] = append(p.args[component], kvs...)
+}
+
+// document is a KwokctlConfiguration YAML document carrying the patches. Each flag is appended
+// after kwokctl's own (the last of a repeated flag wins; kwokctl's "override" drops a flag it did
+// not set itself).
+func (p *componentPatches) document() ([]byte, error) {
+	var comps []any
+	for _, n := range p.names {
+		var extra []any
+		for _, kv := range p.args[n] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return nil, fmt.Errorf("%s flag %q: expected key=value", n, kv)
+			}
+			extra = append(extra, map[string]any{"key": k, "value": v, "override": false})
+		}
+		comps = append(comps, map[string]any{"name": n, "extraArgs": extra})
+	}
+	doc, err := yaml.Marshal(map[string]any{
+		"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration",
+		"componentsPatches": comps,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("---\n"), doc...), nil
 }

@@ -28,6 +28,10 @@ type Versions struct {
 	Kueue string `json:"kueue"`
 	LWS   string `json:"lws"`
 	KEDA  string `json:"keda"`
+	// The real node (lab.realNode): container runtime and CNI plugins; its kubelet is built
+	// from the Kubernetes pin.
+	Containerd string `json:"containerd"`
+	CNIPlugins string `json:"cni-plugins"`
 }
 
 // LoadVersions reads the embedded pins.
@@ -41,7 +45,7 @@ func LoadVersions() (Versions, error) {
 		return Versions{}, fmt.Errorf("configs/versions.yaml: %w", err)
 	}
 	for key, val := range map[string]string{"kubernetes": v.Kubernetes, "etcd": v.Etcd, "kwok": v.Kwok, "agent-sandbox": v.AgentSandbox,
-		"kueue": v.Kueue, "lws": v.LWS, "keda": v.KEDA} {
+		"kueue": v.Kueue, "lws": v.LWS, "keda": v.KEDA, "containerd": v.Containerd, "cni-plugins": v.CNIPlugins} {
 		if !semverRe.MatchString(val) {
 			return Versions{}, fmt.Errorf("configs/versions.yaml: key %q: %q is not a version like v1.2.3", key, val)
 		}
@@ -68,14 +72,15 @@ type Component struct {
 	CacheKey string // directory name under bin/<Name>/; the version plus anything baked in
 	Binaries []Binary
 	LDFlags  []string
+	Tags     []string // go build tags
 	// GoModExtra returns additional go.mod directives (replace/exclude) for the tools module.
 	GoModExtra func(ctx context.Context, b *Builder) (string, error)
 	// ColdEstimate is the measured cold build time on a 2-core machine, shown in progress output.
 	ColdEstimate time.Duration
 }
 
-// KubernetesComponent builds the control plane and kubectl from k8s.io/kubernetes.
-func KubernetesComponent(version string) Component {
+// kubeLDFlags stamps the Kubernetes version into component-base and client-go.
+func kubeLDFlags(version string) []string {
 	minor := strings.Split(strings.TrimPrefix(version, "v"), ".")
 	ld := []string{}
 	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
@@ -86,9 +91,14 @@ func KubernetesComponent(version string) Component {
 			"-X "+pkg+".gitTreeState=clean",
 		)
 	}
+	return ld
+}
+
+// KubernetesComponent builds the control plane and kubectl from k8s.io/kubernetes.
+func KubernetesComponent(version string) Component {
 	c := Component{
 		Name: "kubernetes", Module: "k8s.io/kubernetes", Version: version, CacheKey: version,
-		LDFlags:      ld,
+		LDFlags:      kubeLDFlags(version),
 		ColdEstimate: 13 * time.Minute,
 		GoModExtra:   stagingReplaces,
 	}
@@ -97,6 +107,98 @@ func KubernetesComponent(version string) Component {
 	}
 	return c
 }
+
+// KubeletComponent builds the real node's kubelet from the same k8s.io/kubernetes pin, in its own
+// tools module (a separate cache entry, so the control plane is not rebuilt for it).
+func KubeletComponent(version string) Component {
+	return Component{
+		Name: "kubelet", Module: "k8s.io/kubernetes", Version: version, CacheKey: version,
+		Binaries:     []Binary{{Name: "kubelet", Package: "k8s.io/kubernetes/cmd/kubelet"}},
+		LDFlags:      kubeLDFlags(version),
+		ColdEstimate: 2 * time.Minute,
+		GoModExtra:   stagingReplaces,
+	}
+}
+
+// ContainerdComponent builds containerd 2.x, its runc shim and ctr. no_btrfs: the btrfs
+// snapshotter needs cgo and headers; the lab uses overlayfs (or native).
+func ContainerdComponent(version string) Component {
+	return Component{
+		Name: "containerd", Module: "github.com/containerd/containerd/v2", Version: version, CacheKey: version,
+		Binaries: []Binary{
+			{Name: "containerd", Package: "github.com/containerd/containerd/v2/cmd/containerd"},
+			{Name: "containerd-shim-runc-v2", Package: "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"},
+			{Name: "ctr", Package: "github.com/containerd/containerd/v2/cmd/ctr"},
+		},
+		LDFlags:      []string{"-X github.com/containerd/containerd/v2/version.Version=" + version},
+		Tags:         []string{"no_btrfs"},
+		ColdEstimate: 4 * time.Minute,
+		GoModExtra:   upstreamReplaces("github.com/containerd/containerd/v2"),
+	}
+}
+
+// CNIPluginsComponent builds the reference CNI plugins the real node's pods use.
+func CNIPluginsComponent(version string) Component {
+	c := Component{
+		Name: "cni-plugins", Module: "github.com/containernetworking/plugins", Version: version, CacheKey: version,
+		ColdEstimate: time.Minute,
+		GoModExtra:   upstreamReplaces("github.com/containernetworking/plugins"),
+	}
+	for _, p := range []string{"main/bridge", "main/loopback", "ipam/host-local"} {
+		c.Binaries = append(c.Binaries, Binary{Name: filepath.Base(p), Package: "github.com/containernetworking/plugins/plugins/" + p})
+	}
+	return c
+}
+
+// PauseComponent is a tiny static program of brakebench's own (no upstream module): the real
+// node's pod sandbox ("pause") image and its sandbox workload image both run it. It sleeps until
+// SIGTERM/SIGINT and reaps children; as a workload it also answers HTTP on :8080 when asked
+// (--listen), so a readiness probe has something real to hit.
+func PauseComponent() Component {
+	return Component{
+		Name: "pause", Version: PauseVersion, CacheKey: PauseVersion,
+		Binaries:     []Binary{{Name: "bbpause", Package: "brakebench.local/tools/pause/cmd/bbpause", WrapperMain: pauseMain}},
+		ColdEstimate: 10 * time.Second,
+	}
+}
+
+// PauseVersion changes whenever pauseMain does (it is the cache key).
+const PauseVersion = "v1"
+
+const pauseMain = `// Command bbpause holds a pod's namespaces (as its sandbox) or stands in for a sandbox's
+// workload on the brakebench lab's real node (generated by brakebench).
+package main
+
+import (
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	sig := make(chan os.Signal, 8)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+	for _, a := range os.Args[1:] {
+		if len(a) > 9 && a[:9] == "--listen=" {
+			go func(addr string) {
+				_ = http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) }))
+			}(a[9:])
+		}
+	}
+	for s := range sig {
+		if s != syscall.SIGCHLD {
+			return
+		}
+		for {
+			var ws syscall.WaitStatus
+			if pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); pid <= 0 || err != nil {
+				break
+			}
+		}
+	}
+}
+`
 
 // stagingReplaces turns k8s.io/kubernetes' local staging replaces (./staging/src/k8s.io/X) into
 // replaces of the published staging modules at the matching v0.Y.Z version.
@@ -285,11 +387,21 @@ func Addons(v Versions) map[string]Component {
 		"kueue": KueueComponent(v.Kueue),
 		"lws":   LWSComponent(v.LWS),
 		"keda":  KEDAComponent(v.KEDA),
+		// The real node (lab.realNode).
+		"kubelet":     KubeletComponent(v.Kubernetes),
+		"containerd":  ContainerdComponent(v.Containerd),
+		"cni-plugins": CNIPluginsComponent(v.CNIPlugins),
+		"pause":       PauseComponent(),
 	}
 }
 
 // AddonNames lists the optional components' names in a stable order.
-func AddonNames() []string { return []string{"kueue", "lws", "keda"} }
+func AddonNames() []string {
+	return []string{"kueue", "lws", "keda", "kubelet", "containerd", "cni-plugins", "pause"}
+}
+
+// RealNodeAddons are the components of the lab's real node.
+func RealNodeAddons() []string { return []string{"kubelet", "containerd", "cni-plugins", "pause"} }
 
 // BinDir is where a component's binaries live in the cache.
 func BinDir(cacheDir string, c Component) string {

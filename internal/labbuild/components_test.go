@@ -30,8 +30,22 @@ func TestVersionsAndCacheKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	comps := LabComponents(v)
-	if len(comps) != 4 || len(Addons(v)) != 3 || v.Kueue == "" || v.LWS == "" || v.KEDA == "" {
-		t.Fatalf("%d components", len(comps))
+	if len(comps) != 4 || len(Addons(v)) != len(AddonNames()) || v.Kueue == "" || v.LWS == "" || v.KEDA == "" || v.Containerd == "" || v.CNIPlugins == "" {
+		t.Fatalf("%d components, %d addons for %d names", len(comps), len(Addons(v)), len(AddonNames()))
+	}
+	for _, n := range append(AddonNames(), RealNodeAddons()...) {
+		if _, ok := Addons(v)[n]; !ok {
+			t.Errorf("addon %q is named but not defined", n)
+		}
+	}
+	// The real node's kubelet comes from the same Kubernetes pin, in its own tools module and
+	// cache entry; containerd is built without the cgo-only btrfs snapshotter.
+	kl := KubeletComponent(v.Kubernetes)
+	if kl.Module != "k8s.io/kubernetes" || kl.Name == KubernetesComponent(v.Kubernetes).Name || !strings.Contains(strings.Join(kl.LDFlags, " "), "gitVersion="+v.Kubernetes) {
+		t.Errorf("kubelet %+v", kl)
+	}
+	if cd := ContainerdComponent(v.Containerd); strings.Join(cd.Tags, ",") != "no_btrfs" {
+		t.Errorf("containerd tags %v", cd.Tags)
 	}
 	// kwok's cache key includes the Kubernetes version it is stamped with, so changing the
 	// Kubernetes pin rebuilds kwok too; every other key is just the component's own version.
