@@ -172,6 +172,13 @@ func printState(a *app, s *lab.State) {
 	sort.Strings(vs)
 	fmt.Fprintf(w, "versions:   %s\n", strings.Join(vs, " "))
 	fmt.Fprintf(w, "nodes:      %d simulated (kwok)\n", s.Nodes)
+	if rn := s.RealNode; rn != nil {
+		fmt.Fprintf(w, "real node:  %s at %s (containerd, runc, kubelet; taint %s=true:NoSchedule), Ready %.1fs after the kubelet started\n", rn.Name, rn.IP, lab.RealNodeKey, rn.ReadySeconds)
+		fmt.Fprintf(w, "            images %s\n", strings.Join(rn.Images, " "))
+	}
+	if d := s.ControllerDeployment; d != nil {
+		fmt.Fprintf(w, "controller: agent-sandbox %s as Deployment %s/%s on the real node; drive it with --cluster kubeconfig --kubeconfig %s --context %s\n", d.Version, d.Namespace, d.Name, s.Kubeconfig, s.Context())
+	}
 	if c := s.Controller; c != nil {
 		fmt.Fprintf(w, "controller: agent-sandbox %s pid %d metrics %s log %s\n", c.Version, c.PID, c.MetricsURL, c.Log)
 		fmt.Fprintf(w, "            flags %s\n", strings.Join(c.Args[1:], " "))

@@ -139,6 +139,13 @@ type Lab struct {
 	// ones, for the in-cluster paths: controllers as Deployments, cold start on a real runtime.
 	// Decided when the lab comes up; off by default (it needs root, runc and a few seconds).
 	RealNode bool `mapstructure:"realNode"`
+	// ControllerMode is how the lab runs the agent-sandbox controller: "process" (a local process,
+	// the default) or "deployment" (the upstream Deployment on the real node, image built here;
+	// the kubeconfig path then drives it as it would on EKS/GKE). deployment needs realNode.
+	ControllerMode string `mapstructure:"controllerMode"`
+	// ControllerImages are further agent-sandbox versions whose controller images the real node
+	// gets (deployment mode; the pinned version always), e.g. for --preset upgrade.
+	ControllerImages []string `mapstructure:"controllerImages"`
 }
 
 // Nodes are the simulated (kwok) nodes.
@@ -217,13 +224,14 @@ func Default() Config {
 	return Config{
 		Cluster: Cluster{Provider: "lab", KindName: "brakebench", KindImage: "kindest/node:v1.37.0"},
 		Lab: Lab{
-			Name:          "brakebench",
-			Nodes:         Nodes{Count: 4, CPU: "64", Memory: "256Gi", Pods: 500, Labels: []string{}},
-			PodBootDelay:  300 * time.Millisecond,
-			PodBootJitter: 200 * time.Millisecond,
-			APIServerArgs: []string{},
-			HPASyncPeriod: 15 * time.Second,
-			UpTimeout:     3 * time.Minute,
+			Name:           "brakebench",
+			Nodes:          Nodes{Count: 4, CPU: "64", Memory: "256Gi", Pods: 500, Labels: []string{}},
+			PodBootDelay:   300 * time.Millisecond,
+			PodBootJitter:  200 * time.Millisecond,
+			APIServerArgs:  []string{},
+			HPASyncPeriod:  15 * time.Second,
+			UpTimeout:      3 * time.Minute,
+			ControllerMode: "process", ControllerImages: []string{},
 		},
 		Controller: Controller{Args: []string{}, Versions: []string{}, Namespace: "agent-sandbox-system", Deployment: "agent-sandbox-controller"},
 		Workload: Workload{

@@ -84,6 +84,8 @@ func (r *Resolved) validate() error {
 		{outside(c.Lab.PodBootJitter, 0, maxDuration), "lab.podBootJitter", "a duration from 0s to 24h", c.Lab.PodBootJitter},
 		{outside(c.Lab.UpTimeout, 1, maxDuration), "lab.upTimeout", "a positive duration up to 24h", c.Lab.UpTimeout},
 		{outside(c.Lab.HPASyncPeriod, time.Second, maxDuration), "lab.hpaSyncPeriod", "a duration from 1s to 24h", c.Lab.HPASyncPeriod},
+		{!oneOf(c.Lab.ControllerMode, "process", "deployment"), "lab.controllerMode", "process or deployment", c.Lab.ControllerMode},
+		{c.Lab.ControllerMode == "deployment" && !c.Lab.RealNode, "lab.controllerMode", "process unless lab.realNode is true (the Deployment's pod runs on the real node)", c.Lab.ControllerMode},
 		{c.Controller.Version != "" && !versionRe.MatchString(c.Controller.Version), "controller.version", "a version like v0.5.5", c.Controller.Version},
 		{outside(c.Workload.Pool, 0, maxObjects), "workload.pool", "0 to 10000", c.Workload.Pool},
 		{!oneOf(c.Workload.Mode, "burst", "poisson", "steps"), "workload.mode", "one of burst, poisson, steps", c.Workload.Mode},
@@ -161,6 +163,11 @@ func (r *Resolved) validate() error {
 			return r.fail("matrix.faults", "cell %q is listed twice", f)
 		}
 		seenF[f] = true
+	}
+	for _, v := range c.Lab.ControllerImages {
+		if !versionRe.MatchString(v) {
+			return r.fail("lab.controllerImages", "expected versions like v0.5.3, got %q", v)
+		}
 	}
 	seenV := map[string]bool{}
 	for _, v := range c.Controller.Versions {

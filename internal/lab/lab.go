@@ -48,8 +48,11 @@ type State struct {
 	Gang                 *Gang             `json:"gang,omitempty"`
 	KEDA                 *KEDA             `json:"keda,omitempty"`
 	RealNode             *RealNode         `json:"realNode,omitempty"`
-	CreatedAt            time.Time         `json:"createdAt"`
-	UpSeconds            float64           `json:"upSeconds"`
+	// ControllerDeployment is set when the controller runs as a Deployment on the real node
+	// (lab.controllerMode: deployment) instead of as a local process (Controller).
+	ControllerDeployment *ControllerDeployment `json:"controllerDeployment,omitempty"`
+	CreatedAt            time.Time             `json:"createdAt"`
+	UpSeconds            float64               `json:"upSeconds"`
 }
 
 // Controller is the running agent-sandbox controller.
@@ -163,8 +166,18 @@ func (l *Lab) Healthy(ctx context.Context, s *State) error {
 	if s.Controller != nil && !alive(s.Controller.PID, s.Controller.Binary) {
 		return fmt.Errorf("agent-sandbox controller (pid %d) is not running; see %s", s.Controller.PID, s.Controller.Log)
 	}
+	if rn := s.RealNode; rn != nil {
+		for _, p := range []*proc{rn.Containerd, rn.Kubelet} {
+			if p == nil || !alive(p.PID, p.Binary) {
+				return errors.New("the real node's containerd or kubelet is not running")
+			}
+		}
+	}
 	return nil
 }
+
+// Context is the lab's kube context name (kwokctl prefixes the cluster name with "kwok-").
+func (s *State) Context() string { return "kwok-" + s.Name }
 
 // Up brings the lab up, or returns the running one (running Up twice is safe). On error or when
 // ctx is cancelled (Ctrl-C) everything started so far is torn down before it returns.
@@ -253,6 +266,13 @@ func (l *Lab) Up(ctx context.Context, controllerArgs []string) (st *State, err e
 		return nil, err
 	}
 	s.CRDVersion = l.versions.AgentSandbox
+	if l.cfg.ControllerMode == "deployment" {
+		if err = l.deployController(ctx, s, clients); err != nil {
+			return nil, err
+		}
+		s.UpSeconds = time.Since(start).Seconds()
+		return s, l.save(s)
+	}
 	if err = agentsandbox.ServiceAccountKubeconfig(ctx, clients, agentsandbox.ControllerNamespace, agentsandbox.ControllerServiceAcount, s.ControllerKubeconfig, 48*time.Hour); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package labprovider
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 
@@ -44,6 +45,10 @@ func (p *Provider) Connect(ctx context.Context) (provider.Cluster, error) {
 	s, err := p.Lab.Up(ctx, p.Args)
 	if err != nil {
 		return nil, err
+	}
+	if d := s.ControllerDeployment; d != nil {
+		return nil, fmt.Errorf("lab %q runs the agent-sandbox controller as the Deployment %s/%s on its real node (lab.controllerMode: deployment); drive it as any cluster: --cluster kubeconfig --kubeconfig %s --context %s --set cluster.allowContext=%s",
+			s.Name, d.Namespace, d.Name, s.Kubeconfig, s.Context(), s.Context())
 	}
 	rc, err := kube.RESTConfig(s.Kubeconfig, "")
 	if err != nil {

@@ -24,6 +24,10 @@ type Deployment struct {
 	Client    kubernetes.Interface
 	Namespace string
 	Name      string
+
+	// base is the Deployment as the first Configure found it: every cell's flags are added to
+	// its args (not to the previous cell's), and a cell without a version runs its image.
+	base *deploymentSnapshot
 }
 
 type deploymentSnapshot struct {
@@ -66,20 +70,33 @@ func (d *Deployment) Current(ctx context.Context) (version string, args []string
 // usable revert, also when it fails (the revert stack calls it either way).
 func noRevert(context.Context) error { return nil }
 
-// Configure sets the image tag (when version != "") and appends extra to the original args.
+// Configure sets the image tag (the original image when version is "") and the original args
+// with extra added; the revert returns the Deployment to what it was before this call.
 func (d *Deployment) Configure(ctx context.Context, version string, extra []string) (func(context.Context) error, error) {
 	dep, err := d.get(ctx)
 	if err != nil {
 		return noRevert, err
 	}
 	orig := snapshot(dep)
+	if d.base == nil {
+		b := orig
+		d.base = &b
+	}
 	revert := func(ctx context.Context) error { return d.apply(ctx, orig) }
-	next := orig
-	next.args = flagset.Merge(orig.args, extra)
+	next := *d.base
+	next.replicas = orig.replicas
+	next.args = flagset.Merge(d.base.args, extra)
 	if version != "" {
-		next.image = withTag(orig.image, version)
+		next.image = withTag(d.base.image, version)
+	}
+	if equalSnapshots(next, orig) {
+		return revert, nil // nothing to change: no rollout
 	}
 	return revert, d.apply(ctx, next)
+}
+
+func equalSnapshots(a, b deploymentSnapshot) bool {
+	return a.image == b.image && a.replicas == b.replicas && strings.Join(a.args, "\x00") == strings.Join(b.args, "\x00")
 }
 
 // Restore sets exactly image tag version (when not "") and args.

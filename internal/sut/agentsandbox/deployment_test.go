@@ -63,6 +63,39 @@ func TestDeploymentConfigureAndRevert(t *testing.T) {
 	}
 }
 
+// Cells run one after another without a revert between them (the run restores the original once,
+// at the end): each cell's flags and version are added to the original Deployment, never to the
+// previous cell's. Found on the lab's real node: a "none" cell after a replenish-delay cell ran
+// with the delay still set.
+func TestConfigureCellsInSequenceStartFromTheOriginal(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewSimpleClientset(controllerDeployment())
+	d := &Deployment{Client: c, Namespace: "agent-sandbox-system", Name: "agent-sandbox-controller"}
+	orig := []string{"--leader-elect=true", "--extensions"}
+	for i, step := range []struct {
+		version   string
+		extra     []string
+		wantImage string
+		wantArgs  []string
+	}{
+		{"", []string{"--sandbox-warm-pool-replenish-delay=15s"}, "v0.5.5", append(append([]string{}, orig...), "--sandbox-warm-pool-replenish-delay=15s")},
+		{"", nil, "v0.5.5", orig},
+		{"v0.5.3", []string{"--sandbox-warm-pool-max-refill-rate=10"}, "v0.5.3", append(append([]string{}, orig...), "--sandbox-warm-pool-max-refill-rate=10")},
+		{"", nil, "v0.5.5", orig},
+	} {
+		if _, err := d.Configure(ctx, step.version, step.extra); err != nil {
+			t.Fatal(err)
+		}
+		v, a, err := d.Current(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != step.wantImage || !reflect.DeepEqual(a, step.wantArgs) {
+			t.Errorf("cell %d (version %q, flags %v): running %s %v, want %s %v", i, step.version, step.extra, v, a, step.wantImage, step.wantArgs)
+		}
+	}
+}
+
 // Configure fails at each step in turn; it must still return a revert that runs without panicking
 // and puts back what was changed.
 func TestConfigureFailsAtEachStepAndReverts(t *testing.T) {
