@@ -267,7 +267,7 @@ func (l *Lab) Up(ctx context.Context, controllerArgs []string) (st *State, err e
 	}
 	s.CRDVersion = l.versions.AgentSandbox
 	if l.cfg.ControllerMode == "deployment" {
-		if err = l.deployController(ctx, s, clients); err != nil {
+		if err = l.deployController(ctx, s, clients, nil); err != nil {
 			return nil, err
 		}
 		s.UpSeconds = time.Since(start).Seconds()

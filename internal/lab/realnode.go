@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -411,20 +412,38 @@ func drainNode(ctx context.Context, c *kube.Clients, node string, timeout time.D
 			return err
 		}
 	}
-	for {
-		left, err := c.Typed.CoreV1().Pods("").List(wctx, metav1.ListOptions{FieldSelector: sel})
-		if err != nil {
-			return err
-		}
-		if len(left.Items) == 0 {
-			return nil
-		}
-		select {
-		case <-wctx.Done():
-			return fmt.Errorf("%d pods still on %s", len(left.Items), node)
-		case <-time.After(300 * time.Millisecond):
-		}
+	return waitNoPods(wctx, c, "", sel, "")
+}
+
+// waitNoPods waits, on a watch, until no pod in namespace matches the field and label selectors.
+func waitNoPods(ctx context.Context, c *kube.Clients, namespace, fieldSel, labelSel string) error {
+	lw := &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector, o.LabelSelector = fieldSel, labelSel
+			return c.Typed.CoreV1().Pods(namespace).List(ctx, o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector, o.LabelSelector = fieldSel, labelSel
+			return c.Typed.CoreV1().Pods(namespace).Watch(ctx, o)
+		},
 	}
+	left := map[types.UID]bool{}
+	_, err := toolswatch.UntilWithSync(ctx, lw, &corev1.Pod{}, func(store cache.Store) (bool, error) {
+		return len(store.List()) == 0, nil
+	}, func(ev watch.Event) (bool, error) {
+		if p, ok := ev.Object.(*corev1.Pod); ok {
+			if ev.Type == watch.Deleted {
+				delete(left, p.UID)
+			} else {
+				left[p.UID] = true
+			}
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d pods still there (%s %s): %w", len(left), fieldSel, labelSel, err)
+	}
+	return nil
 }
 
 // removeSandboxes stops and removes every pod sandbox through containerd's CRI: the runtime then

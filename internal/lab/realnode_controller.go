@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"slices"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/brakebench/brakebench/internal/images"
@@ -33,13 +37,13 @@ type ControllerDeployment struct {
 // deployController builds the controller image of every version asked for, imports them into the
 // real node's containerd and installs the upstream Deployment, adapted to the lab (see
 // adaptControllerDeployment), then waits for its rollout.
-func (l *Lab) deployController(ctx context.Context, s *State, c *kube.Clients) error {
+func (l *Lab) deployController(ctx context.Context, s *State, c *kube.Clients, more []string) error {
 	rn := s.RealNode
 	if rn == nil {
 		return fmt.Errorf("lab.controllerMode deployment needs lab.realNode")
 	}
 	versions := []string{l.versions.AgentSandbox}
-	for _, v := range l.cfg.ControllerImages {
+	for _, v := range append(append([]string{}, l.cfg.ControllerImages...), more...) {
 		if !slices.Contains(versions, v) {
 			versions = append(versions, v)
 		}
@@ -134,4 +138,54 @@ func adaptControllerDeployment(o *unstructured.Unstructured, image, server strin
 	spec["nodeSelector"] = map[string]any{RealNodeKey: "true"}
 	spec["tolerations"] = []any{map[string]any{"key": RealNodeKey, "operator": "Equal", "value": "true", "effect": "NoSchedule"}}
 	return unstructured.SetNestedMap(o.Object, spec, "spec", "template", "spec")
+}
+
+// DeployController switches a running lab from the local controller process to the upstream
+// Deployment on the real node (with controller images for the pinned version, lab.controllerImages
+// and more), as lab.controllerMode=deployment does at lab up. UndeployController switches back.
+func (l *Lab) DeployController(ctx context.Context, s *State, more []string) error {
+	if s.RealNode == nil {
+		return fmt.Errorf("lab %q has no real node (lab.realNode); the controller Deployment runs there", s.Name)
+	}
+	c, err := s.clients()
+	if err != nil {
+		return err
+	}
+	if err := l.StopController(s); err != nil {
+		return err
+	}
+	return l.deployController(ctx, s, c, more)
+}
+
+// UndeployController deletes the controller Deployment (waiting until its pods are gone) and
+// starts the local controller process again at the pinned version.
+func (l *Lab) UndeployController(ctx context.Context, s *State) error {
+	d := s.ControllerDeployment
+	if d == nil {
+		return nil
+	}
+	c, err := s.clients()
+	if err != nil {
+		return err
+	}
+	fg := metav1.DeletePropagationForeground
+	if err := c.Typed.AppsV1().Deployments(d.Namespace).Delete(ctx, d.Name, metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := waitNoPods(wctx, c, d.Namespace, "", "app=agent-sandbox-controller"); err != nil {
+		return fmt.Errorf("controller Deployment's pods: %w", err)
+	}
+	s.ControllerDeployment = nil
+	if err := l.save(s); err != nil {
+		return err
+	}
+	if _, serr := os.Stat(s.ControllerKubeconfig); serr != nil { // a lab that came up in deployment mode
+		if err := agentsandbox.ServiceAccountKubeconfig(ctx, c, agentsandbox.ControllerNamespace, agentsandbox.ControllerServiceAcount, s.ControllerKubeconfig, 48*time.Hour); err != nil {
+			return err
+		}
+	}
+	_, err = l.StartController(ctx, s, l.versions.AgentSandbox, nil)
+	return err
 }

@@ -53,6 +53,13 @@ func nsObject(name string) *corev1.Namespace {
 // empty afterwards.
 func killRunWhen(t *testing.T, args []string, armed func() bool, timeout time.Duration, left func(*testing.T) []string, restored string) {
 	t.Helper()
+	killRunWhenThenCleanup(t, args, armed, timeout, left, []string{"cleanup", "--all"}, restored)
+}
+
+// killRunWhenThenCleanup is killRunWhen with the cleanup command's arguments given (another
+// cluster than the lab's default provider).
+func killRunWhenThenCleanup(t *testing.T, args []string, armed func() bool, timeout time.Duration, left func(*testing.T) []string, cleanupArgs []string, restored string) {
+	t.Helper()
 	bin := buildCLI(t)
 	cmd := exec.Command(bin, append(append([]string{"run"}, args...), "--out", t.TempDir(), "--set", "lab.name="+labName, "--set", "lab.stateDir="+stateDir)...)
 	cmd.Env = os.Environ()
@@ -74,7 +81,7 @@ func killRunWhen(t *testing.T, args []string, armed func() bool, timeout time.Du
 	if len(left(t)) == 0 {
 		t.Fatal("nothing was left to clean up: the test did not exercise cleanup")
 	}
-	stdout, err := runCLI(t, "cleanup", "--all")
+	stdout, err := runCLI(t, cleanupArgs...)
 	if err != nil {
 		t.Fatalf("cleanup: %v", err)
 	}

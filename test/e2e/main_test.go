@@ -36,7 +36,8 @@ var (
 // labConfig is the test lab's configuration (BRAKEBENCH_* overrides apply, e.g. the cache dir).
 func labConfig(name, dir string) (*config.Resolved, error) {
 	// GPU capacity on every node lets the gpu-faults tests run on the same lab.
-	return config.Loader{Env: os.Environ(), Sets: []string{"lab.name=" + name, "lab.stateDir=" + dir, "lab.nodes.gpus=8"}}.Load()
+	// One real node (containerd, runc, kubelet) for the in-cluster paths (realnode_test.go).
+	return config.Loader{Env: os.Environ(), Sets: []string{"lab.name=" + name, "lab.stateDir=" + dir, "lab.nodes.gpus=8", "lab.realNode=true"}}.Load()
 }
 
 func newLab(name, dir string) (*lab.Lab, error) {
@@ -75,7 +76,9 @@ func TestMain(m *testing.M) {
 	testenv = env.NewWithConfig(envconf.NewWithKubeConfig(labState.Kubeconfig))
 	code := testenv.Run(m)
 
-	// Lab down must leave no process and no state directory.
+	// Lab down must leave no process and no state directory, and nothing of the real node: no
+	// process, mount, cgroup, container, veth, bridge or iptables rule, no changed sysctl.
+	realNode := labState.RealNode
 	if err := theLab.Down(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: lab down:", err)
 		code = 1
@@ -88,8 +91,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "FAIL: lab down left its state directory %s\n", filepath.Join(stateDir, labName))
 		code = 1
 	}
+	if realNode == nil {
+		fmt.Fprintln(os.Stderr, "FAIL: the test lab had no real node")
+		code = 1
+	} else if left := realNode.Leftovers(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: lab down left of the real node: %v\n", left)
+		code = 1
+	}
 	if code == 0 {
-		fmt.Println("lab down: no process and no state directory left")
+		fmt.Println("lab down: no process and no state directory left, nothing of the real node (processes, mounts, cgroups, links, iptables rules, sysctls)")
 	}
 	_ = os.RemoveAll(stateDir)
 	os.Exit(code)

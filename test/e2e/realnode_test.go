@@ -1,0 +1,217 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/lab"
+)
+
+// TestRealNodeRunsAPod: the test lab's real node runs a bridge-networked pod of the lab-built
+// workload image (containerd, runc, CNI, kubelet), serves its logs through the apiserver, and no
+// simulated workload is ever placed on it.
+func TestRealNodeRunsAPod(t *testing.T) {
+	if labState.RealNode == nil {
+		t.Fatal("the test lab has no real node (lab.realNode)")
+	}
+	c := clients(t)
+	ctx := context.Background()
+	ns := "bb-e2e-realnode"
+	if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, nsObject(ns), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Typed.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "workload", Namespace: ns, Labels: map[string]string{kube.ManagedByKey: kube.ManagedByValue}},
+		Spec: corev1.PodSpec{
+			NodeSelector: lab.RealNodeSelector(), Tolerations: lab.RealNodeTolerations(),
+			Containers: []corev1.Container{{Name: "w", Image: lab.WorkloadImage, ImagePullPolicy: corev1.PullNever, Args: []string{"--listen=:8080"},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1}}},
+		},
+	}
+	if _, err := c.Typed.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var got *corev1.Pod
+	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := kube.UntilObject(wctx, pod.Name,
+		func(ctx context.Context) (runtime.Object, error) { return c.Typed.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{}) },
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return c.Typed.CoreV1().Pods(ns).Watch(ctx, o) },
+		func(obj runtime.Object, exists bool) (bool, error) {
+			p, ok := obj.(*corev1.Pod)
+			if !ok {
+				return false, nil
+			}
+			got = p
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		}); err != nil {
+		t.Fatalf("the workload pod never became Ready on the real node: %v (status %+v)", err, got.Status)
+	}
+	if got.Spec.NodeName != lab.RealNodeName || !strings.HasPrefix(got.Status.PodIP, "10.250.") || got.Status.ContainerStatuses[0].ContainerID == "" {
+		t.Fatalf("pod on %s with IP %s, container %q", got.Spec.NodeName, got.Status.PodIP, got.Status.ContainerStatuses[0].ContainerID)
+	}
+	// Logs go apiserver -> kubelet (by InternalIP, as the lab admin): the path `ControllerLogs`
+	// uses on real clusters. The workload logs nothing; the request must succeed.
+	if _, err := c.Typed.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx); err != nil {
+		t.Errorf("logs through the apiserver: %v", err)
+	}
+	// Simulated pods never land on the real node (it is tainted).
+	pods, err := c.Typed.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + lab.RealNodeName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Namespace != ns {
+			t.Errorf("pod %s/%s was placed on the real node", p.Namespace, p.Name)
+		}
+	}
+}
+
+// TestKubeconfigPathOnTheRealNode runs the path EKS/GKE/kind users take, for real: the upstream
+// agent-sandbox controller Deployment (lab-built images of v0.5.5 and v0.5.3, pod on the real node)
+// driven by `--cluster kubeconfig`: brake cells patch its args and a real pod is replaced, the
+// original comes back at the end and after a SIGKILL plus cleanup, and --preset upgrade switches
+// its image between the two versions and back.
+func TestKubeconfigPathOnTheRealNode(t *testing.T) {
+	ctx := context.Background()
+	if err := theLab.DeployController(ctx, labState, []string{"v0.5.3"}); err != nil {
+		t.Fatalf("deploy the controller on the real node: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := theLab.UndeployController(context.Background(), labState); err != nil {
+			t.Errorf("back to the controller process: %v", err)
+		}
+	})
+	c := clients(t)
+	d := labState.ControllerDeployment
+	getDep := func() *appsv1.Deployment {
+		dep, err := c.Typed.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dep
+	}
+	controllerPod := func() corev1.Pod {
+		pods, err := c.Typed.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=agent-sandbox-controller"})
+		if err != nil || len(pods.Items) != 1 {
+			t.Fatalf("controller pods: %v %d", err, len(pods.Items))
+		}
+		return pods.Items[0]
+	}
+	orig := getDep().Spec.Template.Spec.Containers[0]
+	first := controllerPod()
+	if first.Spec.NodeName != lab.RealNodeName || first.Status.Phase != corev1.PodRunning {
+		t.Fatalf("controller pod %s on %q, phase %s", first.Name, first.Spec.NodeName, first.Status.Phase)
+	}
+	sameAsOrig := func(what string) {
+		t.Helper()
+		now := getDep().Spec.Template.Spec.Containers[0]
+		if now.Image != orig.Image || !reflect.DeepEqual(now.Args, orig.Args) {
+			t.Errorf("%s: the Deployment runs %s %v, want the original %s %v", what, now.Image, now.Args, orig.Image, orig.Args)
+		}
+	}
+	kc := []string{"--cluster", "kubeconfig", "--kubeconfig", labState.Kubeconfig, "--context", labState.Context()}
+	allow := "cluster.allowContext=" + labState.Context()
+
+	t.Run("brake cells patch the Deployment", func(t *testing.T) {
+		out := t.TempDir()
+		args := append([]string{"run", "warmpool-burst", "--out", out}, kc...)
+		for _, s := range []string{allow, "matrix.brakes=none,replenish-delay", "matrix.repetitions=1", "workload.pool=4", "workload.claims=4", "brakes.replenishDelay=5s"} {
+			args = append(args, "--set", s)
+		}
+		if _, err := runCLI(t, args...); err != nil {
+			t.Fatalf("run on the kubeconfig path: %v", err)
+		}
+		r, _ := readRun(t, out, "warmpool-burst")
+		if r.Cluster.Provider != "kubeconfig" {
+			t.Errorf("provider %q", r.Cluster.Provider)
+		}
+		for _, cell := range r.Cells {
+			if cell.Error != "" {
+				t.Fatalf("cell %s: %s", cell.Name, cell.Error)
+			}
+			hasDelay := slices.Contains(cell.Controller.Flags, "--sandbox-warm-pool-replenish-delay=5s")
+			if hasDelay != (cell.Name == "replenish-delay") {
+				t.Errorf("cell %s ran with flags %v", cell.Name, cell.Controller.Flags)
+			}
+			if len(cell.Claims) != 4 {
+				t.Errorf("cell %s: %d claims", cell.Name, len(cell.Claims))
+			}
+		}
+		// The controller's create passes come from its pod's log, read through the apiserver.
+		if _, ok := r.Find("replenish-delay", "controller.create_passes"); !ok {
+			t.Error("no controller.create_passes: the controller pod's log was not read")
+		}
+		sameAsOrig("after the run")
+		if now := controllerPod(); now.UID == first.UID {
+			t.Error("the controller pod was never replaced: the brake cell's rollout did not happen")
+		}
+	})
+
+	t.Run("SIGKILL then cleanup restores the Deployment", func(t *testing.T) {
+		patched := func() bool {
+			for _, a := range getDep().Spec.Template.Spec.Containers[0].Args {
+				if strings.HasPrefix(a, "--sandbox-warm-pool-replenish-delay") {
+					return true
+				}
+			}
+			return false
+		}
+		left := func(t *testing.T) []string {
+			if patched() {
+				return []string{"controller Deployment args " + strings.Join(getDep().Spec.Template.Spec.Containers[0].Args, " ")}
+			}
+			return nil
+		}
+		args := append(append([]string{"warmpool-burst"}, kc...), "--set", allow, "--set", "matrix.brakes=replenish-delay",
+			"--set", "matrix.repetitions=3", "--set", "workload.pool=4", "--set", "workload.claims=4")
+		killRunWhenThenCleanup(t, args, patched, 3*time.Minute, left, append(append([]string{"cleanup", "--all"}, kc...), "--set", allow), "controller")
+		sameAsOrig("after SIGKILL and cleanup")
+	})
+
+	t.Run("upgrade preset switches the image", func(t *testing.T) {
+		out := t.TempDir()
+		args := append([]string{"run", "warmpool-burst", "--preset", "upgrade", "--from", "v0.5.3", "--to", "v0.5.5", "--out", out}, kc...)
+		for _, s := range []string{allow, "matrix.brakes=none", "matrix.repetitions=1", "workload.pool=4", "workload.claims=4"} {
+			args = append(args, "--set", s)
+		}
+		if _, err := runCLI(t, args...); err != nil {
+			t.Fatalf("upgrade preset on the kubeconfig path: %v", err)
+		}
+		r, _ := readRun(t, out, "warmpool-burst")
+		seen := map[string]bool{}
+		for _, cell := range r.Cells {
+			if cell.Error != "" {
+				t.Fatalf("cell %s: %s", cell.Name, cell.Error)
+			}
+			seen[cell.Controller.Version] = true
+			if want := strings.SplitN(cell.Name, "@", 2)[1]; cell.Controller.Version != want {
+				t.Errorf("cell %s ran image tag %s", cell.Name, cell.Controller.Version)
+			}
+		}
+		if !seen["v0.5.3"] || !seen["v0.5.5"] {
+			t.Errorf("versions run: %v", seen)
+		}
+		sameAsOrig("after the upgrade preset")
+	})
+}
