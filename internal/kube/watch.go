@@ -71,3 +71,36 @@ func untilEvent(ctx context.Context, w watch.Interface, name string, cond func(r
 		}
 	}
 }
+
+// UntilList waits until cond holds for a list: it lists, and while cond is false, watches from the
+// list's resourceVersion and lists again after each event (for small sets: a Deployment's pods, a
+// namespace's Leases). A plain list and watch: it works against fake clients too.
+func UntilList(ctx context.Context,
+	list func(ctx context.Context) (runtime.Object, error),
+	watchFn func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error),
+	cond func(list runtime.Object) bool) error {
+	for {
+		l, err := list(ctx)
+		if err != nil {
+			return err
+		}
+		if cond(l) {
+			return nil
+		}
+		rv := ""
+		if m, ok := l.(metav1.ListInterface); ok {
+			rv = m.GetResourceVersion()
+		}
+		w, err := watchFn(ctx, metav1.ListOptions{ResourceVersion: rv})
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			w.Stop()
+			return ctx.Err()
+		case <-w.ResultChan(): // any change (or a closed watch): list again
+		}
+		w.Stop()
+	}
+}

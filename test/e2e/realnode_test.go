@@ -50,8 +50,12 @@ func TestRealNodeRunsAPod(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	if err := kube.UntilObject(wctx, pod.Name,
-		func(ctx context.Context) (runtime.Object, error) { return c.Typed.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{}) },
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return c.Typed.CoreV1().Pods(ns).Watch(ctx, o) },
+		func(ctx context.Context) (runtime.Object, error) {
+			return c.Typed.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.Typed.CoreV1().Pods(ns).Watch(ctx, o)
+		},
 		func(obj runtime.Object, exists bool) (bool, error) {
 			p, ok := obj.(*corev1.Pod)
 			if !ok {

@@ -9,9 +9,12 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/brakebench/brakebench/internal/flagset"
@@ -130,6 +133,10 @@ func (d *Deployment) apply(ctx context.Context, s deploymentSnapshot) error {
 	if err != nil {
 		return err
 	}
+	held, err := d.heldLeases(ctx)
+	if err != nil {
+		return err
+	}
 	name := dep.Spec.Template.Spec.Containers[0].Name
 	patch := map[string]any{"spec": map[string]any{
 		"replicas": s.replicas,
@@ -141,7 +148,96 @@ func (d *Deployment) apply(ctx context.Context, s deploymentSnapshot) error {
 	if _, err := d.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.StrategicMergePatchType, raw, metav1.PatchOptions{FieldManager: "brakebench"}); err != nil {
 		return fmt.Errorf("patch %s/%s: %w", d.Namespace, d.Name, err)
 	}
-	return d.waitRollout(ctx, 5*time.Minute)
+	if err := d.waitRollout(ctx, 5*time.Minute); err != nil {
+		return err
+	}
+	// A completed rollout is not yet the new setting in effect: the old pod may still be
+	// terminating (and reconciling), and with leader election the new pod acts only once it
+	// holds the lease the old one kept (up to its lease duration). Seen on the lab's real node: a
+	// brake cell's burst was served by the old, brake-less pod.
+	if err := d.waitOldPodsGone(ctx, dep, 2*time.Minute); err != nil {
+		return err
+	}
+	if s.replicas > 0 {
+		return d.waitLeaseHandover(ctx, held, 2*time.Minute)
+	}
+	return nil
+}
+
+// heldLeases are the Leases in the controller's namespace with a holder now, by name.
+func (d *Deployment) heldLeases(ctx context.Context) (map[string]string, error) {
+	l, err := d.Client.CoordinationV1().Leases(d.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("leases in %s: %w", d.Namespace, err)
+	}
+	held := map[string]string{}
+	for _, le := range l.Items {
+		if h := le.Spec.HolderIdentity; h != nil && *h != "" {
+			held[le.Name] = *h
+		}
+	}
+	return held, nil
+}
+
+// waitOldPodsGone waits until every pod the Deployment selects is live (none terminating).
+func (d *Deployment) waitOldPodsGone(ctx context.Context, dep *appsv1.Deployment, timeout time.Duration) error {
+	sel, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector)
+	if err != nil || dep.Spec.Selector == nil {
+		return nil // nothing to select by
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	pods := d.Client.CoreV1().Pods(d.Namespace)
+	terminating := 0
+	err = kube.UntilList(wctx,
+		func(ctx context.Context) (runtime.Object, error) {
+			return pods.List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = sel.String()
+			return pods.Watch(ctx, o)
+		},
+		func(obj runtime.Object) bool {
+			terminating = 0
+			for _, p := range obj.(*corev1.PodList).Items {
+				if p.DeletionTimestamp != nil {
+					terminating++
+				}
+			}
+			return terminating == 0
+		})
+	if err != nil {
+		return fmt.Errorf("%d old pods of %s/%s still terminating: %w", terminating, d.Namespace, d.Name, err)
+	}
+	return nil
+}
+
+// waitLeaseHandover waits until each Lease held before the change is held by someone else (the
+// new pod; a leader-election identity is new with every process) or released.
+func (d *Deployment) waitLeaseHandover(ctx context.Context, before map[string]string, timeout time.Duration) error {
+	if len(before) == 0 {
+		return nil // no leader election
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	leases := d.Client.CoordinationV1().Leases(d.Namespace)
+	var waiting []string
+	err := kube.UntilList(wctx,
+		func(ctx context.Context) (runtime.Object, error) { return leases.List(ctx, metav1.ListOptions{}) },
+		leases.Watch,
+		func(obj runtime.Object) bool {
+			waiting = waiting[:0]
+			for _, le := range obj.(*coordinationv1.LeaseList).Items {
+				if old, ok := before[le.Name]; ok && le.Spec.HolderIdentity != nil && *le.Spec.HolderIdentity == old {
+					waiting = append(waiting, le.Name)
+				}
+			}
+			return len(waiting) == 0
+		})
+	if err != nil {
+		return fmt.Errorf("the new controller pod never took over leader lease %v in %s: %w", waiting, d.Namespace, err)
+	}
+	return nil
 }
 
 func (d *Deployment) waitRollout(ctx context.Context, timeout time.Duration) error {

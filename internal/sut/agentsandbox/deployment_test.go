@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -167,5 +168,39 @@ func TestDeploymentLogs(t *testing.T) {
 	// The fake clientset answers every log request with "fake logs".
 	if got := strings.Count(string(raw), "fake logs"); got != 1 {
 		t.Fatalf("read %q: want the log of exactly the one selected pod", raw)
+	}
+}
+
+// Configure returns only once the new controller pod leads: a Lease held before the rollout must
+// change hands (the old pod, gone, kept it until it expired).
+func TestConfigureWaitsForTheLeaseHandover(t *testing.T) {
+	ctx := context.Background()
+	old := "host_old-uuid"
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "a3317529.agent-sandbox.x-k8s.io", Namespace: "agent-sandbox-system"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &old}}
+	c := fake.NewSimpleClientset(controllerDeployment(), lease)
+	d := &Deployment{Client: c, Namespace: "agent-sandbox-system", Name: "agent-sandbox-controller"}
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Configure(ctx, "", []string{"--sandbox-warm-pool-replenish-delay=5s"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Configure returned (%v) while the old pod still held the lease", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	nw := "host_new-uuid"
+	lease.Spec.HolderIdentity = &nw
+	if _, err := c.CoordinationV1().Leases("agent-sandbox-system").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Configure did not return after the lease changed hands")
 	}
 }
