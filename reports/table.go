@@ -120,7 +120,25 @@ func Table(w io.Writer, r *results.Results) {
 			fmt.Fprintf(w, "brake %-20s %-11s %s\n", c.ID, verdict, c.Stats.BrakeEvidence)
 		}
 	}
+	podStartText(w, r)
 	faultText(w, r)
+}
+
+// podStartText prints, for a run whose sandboxes ran on the lab's real node, each cell's pod
+// start step by step: a real runtime's cold start, labelled as what it is.
+func podStartText(w io.Writer, r *results.Results) {
+	if fmt.Sprint(r.Config["workload.placement"]) != "real-node" {
+		return
+	}
+	for _, c := range r.Cells {
+		ps := c.Stats.PodStart
+		if ps == nil {
+			continue
+		}
+		fmt.Fprintf(w, "cold start on this lab's runtime %-12s node %s, %d pods: created->scheduled p50 %s, scheduled->running p50 %s, running->Ready p50 %s, created->Ready p50 %s p90 %s (a tiny local image, no pull: not a cloud node pulling an image)\n",
+			c.ID, ps.Node, ps.CreateToReady.N, FormatNum(ps.Schedule.P50, "ms")+"ms", FormatNum(ps.Run.P50, "ms")+"ms", FormatNum(ps.Ready.P50, "ms")+"ms",
+			FormatNum(ps.CreateToReady.P50, "ms")+"ms", FormatNum(ps.CreateToReady.P90, "ms")+"ms")
+	}
 }
 
 // tableRows are TableRows, then whether the brakes bound and every brake and fault type's own

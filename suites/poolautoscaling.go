@@ -206,7 +206,7 @@ func (poolAutoscaling) runCell(ctx context.Context, env *Env, sc *Scope, k provi
 		return cell
 	}
 	defer stopHPA()
-	if err := c.Apply(ctx, BenchObjects(ns, a.MinReplicas, env.Config.Workload.Image), labels); err != nil {
+	if err := c.Apply(ctx, BenchObjects(ns, a.MinReplicas, env.Config.Workload.PodImage(), env.Config.Workload.Placement == "real-node"), labels); err != nil {
 		cell.Error = err.Error()
 		return cell
 	}

@@ -119,6 +119,7 @@ func assemble(in cellInput) results.Cell {
 		}
 	}
 	st.RefillStartSeconds = rel(firstRefill, in.t0)
+	st.PodStart = podStart(in.snap.Pods, in.t0)
 	for _, p := range in.snap.Pods {
 		if p.Observed.Before(in.t0) {
 			continue
@@ -288,4 +289,40 @@ func controllerStats(st *results.CellStats, m map[string]results.Scrape) {
 // measures nothing); each brake type judges itself (internal/brakes).
 func brakeEvidence(c *results.Cell) {
 	c.Stats.BrakeEngaged, c.Stats.BrakeEvidence = brakes.Evidence(c)
+}
+
+// podStart measures the pods first seen after t0 step by step (nil when none completed a step).
+func podStart(pods map[string]recorder.Pod, t0 time.Time) *results.PodStart {
+	var sched, run, ready, total []float64
+	nodes := map[string]bool{}
+	for _, p := range pods {
+		if p.Observed.Before(t0) {
+			continue
+		}
+		if p.Node != "" {
+			nodes[p.Node] = true
+		}
+		if !p.SeenScheduled.IsZero() {
+			sched = append(sched, ms(p.SeenScheduled.Sub(p.Observed)))
+		}
+		if !p.SeenRunning.IsZero() && !p.SeenScheduled.IsZero() {
+			run = append(run, ms(p.SeenRunning.Sub(p.SeenScheduled)))
+		}
+		if !p.SeenReady.IsZero() && !p.SeenRunning.IsZero() {
+			ready = append(ready, ms(p.SeenReady.Sub(p.SeenRunning)))
+		}
+		if !p.SeenReady.IsZero() {
+			total = append(total, ms(p.SeenReady.Sub(p.Observed)))
+		}
+	}
+	if len(sched) == 0 {
+		return nil
+	}
+	ps := &results.PodStart{Schedule: stats.Summarize(sched), Run: stats.Summarize(run), Ready: stats.Summarize(ready), CreateToReady: stats.Summarize(total)}
+	if len(nodes) == 1 {
+		for n := range nodes {
+			ps.Node = n
+		}
+	}
+	return ps
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
@@ -148,4 +151,47 @@ func ptrStr(p *float64) string {
 		return "nil"
 	}
 	return fmt.Sprint(*p)
+}
+
+// Pod start steps are measured on the harness's clock for pods first seen after T0 only (the
+// fill's pods are not a cold start), step by step.
+func TestPodStartSteps(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	pods := map[string]recorder.Pod{
+		"fill": {Observed: at(-5000), SeenScheduled: at(-4990), SeenRunning: at(-4000), SeenReady: at(-3900), Node: "real"},
+		"a":    {Observed: at(100), SeenScheduled: at(110), SeenRunning: at(610), SeenReady: at(700), Node: "real"},
+		"b":    {Observed: at(200), SeenScheduled: at(230), SeenRunning: at(930), SeenReady: at(1000), Node: "real"},
+		"c":    {Observed: at(300), SeenScheduled: at(320), Node: "real"}, // never started
+	}
+	ps := podStart(pods, t0)
+	if ps == nil || ps.Node != "real" {
+		t.Fatalf("podStart = %+v", ps)
+	}
+	if ps.Schedule.N != 3 || ps.Run.N != 2 || ps.Ready.N != 2 || ps.CreateToReady.N != 2 {
+		t.Fatalf("counts: schedule %d run %d ready %d total %d", ps.Schedule.N, ps.Run.N, ps.Ready.N, ps.CreateToReady.N)
+	}
+	if ps.Run.Max != 700 || ps.Ready.Max != 90 || ps.CreateToReady.Max != 800 {
+		t.Errorf("run max %v ready max %v total max %v", ps.Run.Max, ps.Ready.Max, ps.CreateToReady.Max)
+	}
+	if podStart(map[string]recorder.Pod{"fill": pods["fill"]}, t0) != nil {
+		t.Error("no pod after T0: no pod start figures")
+	}
+}
+
+func TestBenchObjectsRealNodePlacement(t *testing.T) {
+	objs := BenchObjects("ns", 0, kube.RealNodeWorkloadImage, true)
+	spec, _, _ := unstructured.NestedMap(objs[0].Object, "spec", "podTemplate", "spec")
+	sel, _ := spec["nodeSelector"].(map[string]any)
+	if sel[kube.RealNodeKey] != "true" || len(spec["tolerations"].([]any)) != 1 {
+		t.Fatalf("real-node placement: %v", spec)
+	}
+	c := spec["containers"].([]any)[0].(map[string]any)
+	if c["imagePullPolicy"] != "Never" || c["image"] != kube.RealNodeWorkloadImage {
+		t.Errorf("container %v", c)
+	}
+	plain, _, _ := unstructured.NestedMap(BenchObjects("ns", 0, "img", false)[0].Object, "spec", "podTemplate", "spec")
+	if _, ok := plain["nodeSelector"]; ok {
+		t.Error("simulated placement must not select a node")
+	}
 }

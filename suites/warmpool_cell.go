@@ -10,6 +10,7 @@ import (
 
 	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/brakes"
+	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
@@ -43,7 +44,7 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 	fillScrape := scrapeAll(ctx, env, apiServerOnly(env.Cluster.MetricsTargets()))
 	// Template and pool first, then claims (a claim created before its template waits a minute).
 	fillStart := time.Now()
-	if err := c.Apply(ctx, BenchObjects(ns, wl.Pool, wl.Image), labels); err != nil {
+	if err := c.Apply(ctx, BenchObjects(ns, wl.Pool, wl.PodImage(), wl.Placement == "real-node"), labels); err != nil {
 		cell.Error = err.Error()
 		return cell
 	}
@@ -245,7 +246,7 @@ func waitReconciled(ctx context.Context, env *Env, timeout time.Duration) error 
 }
 
 // BenchObjects are a cell's SandboxTemplate and SandboxWarmPool (PoolName) in ns.
-func BenchObjects(ns string, replicas int, image string) []*unstructured.Unstructured {
+func BenchObjects(ns string, replicas int, image string, realNode bool) []*unstructured.Unstructured {
 	tmpl := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
 		"metadata": map[string]any{"name": templateName, "namespace": ns},
@@ -265,6 +266,11 @@ func BenchObjects(ns string, replicas int, image string) []*unstructured.Unstruc
 		"metadata": map[string]any{"name": PoolName, "namespace": ns},
 		"spec":     map[string]any{"replicas": int64(replicas), "sandboxTemplateRef": map[string]any{"name": templateName}},
 	}}
+	if realNode { // workload.placement real-node: a real runtime's cold start on the lab's real node
+		spec, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "podTemplate", "spec")
+		kube.RealNodePodSpec(spec)
+		_ = unstructured.SetNestedMap(tmpl.Object, spec, "spec", "podTemplate", "spec")
+	}
 	return []*unstructured.Unstructured{tmpl, pool}
 }
 

@@ -95,6 +95,10 @@ var metricDefs = []metricDef{
 		}
 		return c.Stats.ControllerLatencyMS.P99
 	}},
+	{key: "podstart.schedule_p50_ms", unit: "ms", rep: podStart(func(p *results.PodStart) float64 { return p.Schedule.P50 })},
+	{key: "podstart.run_p50_ms", unit: "ms", rep: podStart(func(p *results.PodStart) float64 { return p.Run.P50 })},
+	{key: "podstart.ready_p50_ms", unit: "ms", rep: podStart(func(p *results.PodStart) float64 { return p.Ready.P50 })},
+	{key: "podstart.total_p50_ms", unit: "ms", rep: podStart(func(p *results.PodStart) float64 { return p.CreateToReady.P50 })},
 	{key: "correctness.refill_creates_per_slot", unit: "ratio", rep: func(c *results.Cell) float64 { return ptr(c.Stats.Correctness.RefillCreatesPerSlot) }},
 	{key: "correctness.pod_creates_per_sandbox", unit: "ratio", rep: func(c *results.Cell) float64 { return ptr(c.Stats.Correctness.PodCreatesPerSandbox) }},
 	{key: "correctness.pool_excess_max", unit: "sandboxes", rep: func(c *results.Cell) float64 { return float64(c.Stats.Correctness.PoolExcessMax) }},
@@ -664,4 +668,14 @@ func Drift(cells []results.Cell) *results.Drift {
 	pct := func(b float64) float64 { return (math.Exp(span*b) - 1) * 100 }
 	return &results.Drift{Metric: "claim p50 relative to its cell", Repetitions: len(xs), Minutes: span,
 		PctOverRun: stats.Num(pct(slope)), CI: stats.CI{Lo: stats.Num(pct(slope - tq*se)), Hi: stats.Num(pct(slope + tq*se))}}
+}
+
+// podStart reads one figure of a cell's pod start steps (NaN when no pod started in it).
+func podStart(f func(*results.PodStart) float64) func(c *results.Cell) float64 {
+	return func(c *results.Cell) float64 {
+		if c.Stats.PodStart == nil {
+			return math.NaN()
+		}
+		return f(c.Stats.PodStart)
+	}
 }

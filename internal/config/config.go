@@ -6,6 +6,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/brakebench/brakebench/internal/kube"
 )
 
 // Config is the whole resolved configuration of one command.
@@ -187,6 +189,20 @@ type Workload struct {
 	// on, the initial fill itself was measured taking over 5 minutes on the lab).
 	FillWithBrakes bool   `mapstructure:"fillWithBrakes"`
 	Image          string `mapstructure:"image"`
+	// Placement is where the sandboxes' pods run: "simulated" (kwok nodes, the default) or
+	// "real-node" (the lab's real node, lab.realNode: its runtime starts every container, and a
+	// cell whose claims cannot be served warm measures a real cold start; the image is then the
+	// node's own workload image).
+	Placement string `mapstructure:"placement"`
+}
+
+// PodImage is the image the sandboxes' pods run: workload.image, or on the real node the image
+// its containerd holds.
+func (w Workload) PodImage() string {
+	if w.Placement == "real-node" {
+		return kube.RealNodeWorkloadImage
+	}
+	return w.Image
 }
 
 // Loadgen is how claims are fired.
@@ -237,7 +253,7 @@ func Default() Config {
 		Workload: Workload{
 			Pool: 10, Claims: 10, Mode: "burst", Rate: 10, Duration: 60 * time.Second, Steps: []float64{},
 			ClaimTimeout: 3 * time.Minute, RefillTimeout: 3 * time.Minute, FillTimeout: 5 * time.Minute,
-			Image: "registry.k8s.io/pause:3.10",
+			Image: "registry.k8s.io/pause:3.10", Placement: "simulated",
 		},
 		Loadgen: Loadgen{Connections: 1, Identity: "exempt", MaxInFlight: 1000},
 		Matrix:  Matrix{Brakes: []string{"none"}, Repetitions: 1, ControllerArgs: []string{}, Faults: []string{"none"}},

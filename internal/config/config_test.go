@@ -115,6 +115,10 @@ func TestErrors(t *testing.T) {
 		{"zero timeout", Loader{Sets: []string{"workload.claimTimeout=0s"}}, `--set: key "workload.claimTimeout": expected a positive duration up to 24h, got 0s`},
 		{"zero claims", Loader{Sets: []string{"workload.claims=0"}}, `--set: key "workload.claims": expected 1 to 100000, got 0`},
 		{"negative pool", Loader{Sets: []string{"workload.pool=-1"}}, `--set: key "workload.pool": expected 0 to 10000, got -1`},
+		{"real-node placement without a real node", Loader{Sets: []string{"workload.placement=real-node"}}, `--set: key "workload.placement": expected simulated unless lab.realNode is true (real-node places the sandboxes on the lab's real node), got real-node`},
+		{"bad placement", Loader{Sets: []string{"workload.placement=gpu"}}, `--set: key "workload.placement": expected simulated or real-node, got gpu`},
+		{"deployment mode without a real node", Loader{Sets: []string{"lab.controllerMode=deployment"}}, `--set: key "lab.controllerMode": expected process unless lab.realNode is true (the Deployment's pod runs on the real node), got deployment`},
+		{"bad controller image version", Loader{Sets: []string{"lab.realNode=true", "lab.controllerImages=latest"}}, `--set: key "lab.controllerImages": expected versions like v0.5.3, got "latest"`},
 		{"bad provider", Loader{Flags: map[string]string{"cluster.provider": "eks"}}, `flag: key "cluster.provider": expected one of lab, kind, kubeconfig, got eks`},
 		{"bad provider, named flag", Loader{Flags: map[string]string{"cluster.provider": "eks"}, FlagNames: flagNames}, `--cluster: key "cluster.provider": expected one of lab, kind, kubeconfig, got eks`},
 		// A check that the user's own flag or --set triggers is labelled with it, not "default".

@@ -89,6 +89,8 @@ func (r *Resolved) validate() error {
 		{c.Controller.Version != "" && !versionRe.MatchString(c.Controller.Version), "controller.version", "a version like v0.5.5", c.Controller.Version},
 		{outside(c.Workload.Pool, 0, maxObjects), "workload.pool", "0 to 10000", c.Workload.Pool},
 		{!oneOf(c.Workload.Mode, "burst", "poisson", "steps"), "workload.mode", "one of burst, poisson, steps", c.Workload.Mode},
+		{!oneOf(c.Workload.Placement, "simulated", "real-node"), "workload.placement", "simulated or real-node", c.Workload.Placement},
+		{c.Workload.Placement == "real-node" && c.Cluster.Provider == "lab" && !c.Lab.RealNode, "workload.placement", "simulated unless lab.realNode is true (real-node places the sandboxes on the lab's real node)", c.Workload.Placement},
 		{c.Workload.Mode == "burst" && outside(c.Workload.Claims, 1, maxClaims), "workload.claims", "1 to 100000", c.Workload.Claims},
 		{c.Workload.Mode == "poisson" && (c.Workload.Rate <= 0 || c.Workload.Rate > maxRate), "workload.rate", "a positive rate up to 100000 claims/s", c.Workload.Rate},
 		{c.Workload.Mode != "burst" && outside(c.Workload.Duration, 1, maxDuration), "workload.duration", "a positive duration up to 24h", c.Workload.Duration},

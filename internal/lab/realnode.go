@@ -35,11 +35,11 @@ const (
 	RealNodeName = "brakebench-real-0"
 	// RealNodeKey labels the real node (value "true") and taints it NoSchedule: only pods that
 	// select it and tolerate the taint run there; simulated workloads never do.
-	RealNodeKey = "brakebench.dev/real-node"
+	RealNodeKey = kube.RealNodeKey
 	// PauseImage is the pod sandbox image; WorkloadImage is the tiny sandbox workload (the same
 	// static program, see labbuild.PauseComponent).
 	PauseImage    = "brakebench.local/pause:" + labbuild.PauseVersion
-	WorkloadImage = "brakebench.local/sandbox-workload:" + labbuild.PauseVersion
+	WorkloadImage = kube.RealNodeWorkloadImage
 
 	realNodeBridge = "bbr0"
 	realNodeSubnet = "10.250.0.0/24"

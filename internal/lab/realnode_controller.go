@@ -135,8 +135,7 @@ func adaptControllerDeployment(o *unstructured.Unstructured, image, server strin
 	spec["containers"] = containers
 	spec["hostNetwork"] = true
 	spec["dnsPolicy"] = "ClusterFirstWithHostNet"
-	spec["nodeSelector"] = map[string]any{RealNodeKey: "true"}
-	spec["tolerations"] = []any{map[string]any{"key": RealNodeKey, "operator": "Equal", "value": "true", "effect": "NoSchedule"}}
+	kube.RealNodePodSpec(spec)
 	return unstructured.SetNestedMap(o.Object, spec, "spec", "template", "spec")
 }
 

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/brakebench/brakebench/internal/labbuild"
 )
 
 func TestParseIPTablesSaveAndAdded(t *testing.T) {
@@ -138,6 +140,12 @@ func TestNodeClientCertSignedByLabCA(t *testing.T) {
 	}
 	if err := writeNodeClientCert(caCert, filepath.Join(dir, "missing.key"), "n1", cert, key, time.Hour); err == nil {
 		t.Fatal("a missing CA key must be an error")
+	}
+}
+
+func TestWorkloadImageTagIsThePauseVersion(t *testing.T) {
+	if !strings.HasSuffix(WorkloadImage, ":"+labbuild.PauseVersion) {
+		t.Fatalf("%s must be tagged %s: the image holds labbuild.PauseComponent's program", WorkloadImage, labbuild.PauseVersion)
 	}
 }
 

@@ -48,6 +48,9 @@ type Pod struct {
 	Ready     time.Time
 	Node      string
 	Deleted   time.Time // deletion first seen, harness clock
+	// The first informer event showing each step (harness clock, ms resolution; the server's
+	// condition timestamps have 1 s): bound to a node, a container running, Ready.
+	SeenScheduled, SeenRunning, SeenReady time.Time
 }
 
 // PoolSample is one observed pool status.
@@ -293,6 +296,16 @@ func (r *Recorder) onPod(obj any) {
 	}
 	if rec.Ready.IsZero() && w.ReadyStatus == "True" {
 		rec.Ready = w.ReadySince
+	}
+	now := time.Now()
+	if rec.SeenScheduled.IsZero() && w.Node != "" {
+		rec.SeenScheduled = now
+	}
+	if rec.SeenRunning.IsZero() && w.Running {
+		rec.SeenRunning = now
+	}
+	if rec.SeenReady.IsZero() && w.ReadyStatus == "True" {
+		rec.SeenReady = now
 	}
 	r.notify()
 }

@@ -25,6 +25,7 @@ type watched struct {
 	ReadySince    time.Time // claim and pod: the Ready condition's lastTransitionTime
 	Scheduled     time.Time // pod: PodScheduled=True lastTransitionTime
 	Node          string    // pod: spec.nodeName
+	Running       bool      // pod: a container is running
 	Owner         string    // sandbox: controller owner "Kind/name" ("" = none)
 	LaunchType    string    // sandbox: agents.x-k8s.io/launch-type label
 	Desired       int64     // pool: spec.replicas
@@ -109,6 +110,11 @@ func trimPod(obj any) (any, error) {
 	}
 	w := newWatched("Pod", p)
 	w.Node = p.Spec.NodeName
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running != nil {
+			w.Running = true
+		}
+	}
 	for _, c := range p.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue

@@ -367,11 +367,16 @@ type CellStats struct {
 	// RefillStartSeconds: T0 -> first refill sandbox created.
 	RefillStartSeconds *float64 `json:"refillStartSeconds"`
 	// ControllerLatencyMS: quantiles of agent_sandbox_client_claim_startup_latency_ms over the cell.
-	ControllerLatencyMS *stats.Quantiles   `json:"controllerLatencyMs,omitempty"`
-	CPUSeconds          map[string]float64 `json:"cpuSeconds,omitempty"`
-	APFWaitP99Seconds   map[string]float64 `json:"apfWaitP99Seconds,omitempty"` // by priority level
-	Correctness         Correctness        `json:"correctness"`
-	Fault               *FaultStats        `json:"fault,omitempty"`
+	ControllerLatencyMS *stats.Quantiles `json:"controllerLatencyMs,omitempty"`
+	// PodStart: the pods created after T0, step by step as the harness's informers saw them
+	// (created -> bound to a node -> a container running -> Ready). On kwok nodes the running and
+	// Ready steps are kwok's simulated boot; on the lab's real node (workload.placement
+	// real-node) they are a real runtime's cold start.
+	PodStart          *PodStart          `json:"podStart,omitempty"`
+	CPUSeconds        map[string]float64 `json:"cpuSeconds,omitempty"`
+	APFWaitP99Seconds map[string]float64 `json:"apfWaitP99Seconds,omitempty"` // by priority level
+	Correctness       Correctness        `json:"correctness"`
+	Fault             *FaultStats        `json:"fault,omitempty"`
 	// CreatePasses are the pool's create passes after T0 as the controller logged them (the
 	// sandboxes each reconcile pass created, in order); nil when the controller's log cannot be
 	// read on this cluster.
@@ -527,4 +532,13 @@ func (r *Results) Find(name, key string) (*Metric, bool) {
 		}
 	}
 	return nil, false
+}
+
+// PodStart are the quantiles (ms) of each step of the pods created in a cell.
+type PodStart struct {
+	Node          string          `json:"node,omitempty"` // the one node they all ran on, "" when several
+	Schedule      stats.Quantiles `json:"scheduleMs"`     // created (first seen) -> bound to a node
+	Run           stats.Quantiles `json:"runMs"`          // bound -> a container running
+	Ready         stats.Quantiles `json:"readyMs"`        // running -> Ready
+	CreateToReady stats.Quantiles `json:"createToReadyMs"`
 }

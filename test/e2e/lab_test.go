@@ -35,7 +35,7 @@ func TestLabWarmClaim(t *testing.T) {
 			if rec, err = recorder.Start(ctx, c, ns); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.Apply(ctx, suites.BenchObjects(ns, 10, "registry.k8s.io/pause:3.10"), nil); err != nil {
+			if err := c.Apply(ctx, suites.BenchObjects(ns, 10, "registry.k8s.io/pause:3.10", false), nil); err != nil {
 				t.Fatal(err)
 			}
 			return ctx

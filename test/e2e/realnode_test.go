@@ -219,3 +219,24 @@ func TestKubeconfigPathOnTheRealNode(t *testing.T) {
 		sameAsOrig("after the upgrade preset")
 	})
 }
+
+// TestColdStartOnTheRealNode: a cell whose claims cannot be served warm (pool 0) with its
+// sandboxes on the real node measures a real runtime's cold start, step by step, and says so.
+func TestColdStartOnTheRealNode(t *testing.T) {
+	r, _, stdout := runSuiteOut(t, "warmpool-burst", "lab.realNode=true", "workload.placement=real-node", "workload.pool=0",
+		"workload.claims=3", "matrix.brakes=none", "matrix.repetitions=1")
+	if len(r.Cells) != 1 || r.Cells[0].Error != "" {
+		t.Fatalf("cells: %+v", r.Cells)
+	}
+	c := r.Cells[0]
+	if c.Stats.Cold != 3 || c.Stats.Failed != 0 {
+		t.Fatalf("claims: cold %d failed %d warm %d", c.Stats.Cold, c.Stats.Failed, c.Stats.Warm)
+	}
+	ps := c.Stats.PodStart
+	if ps == nil || ps.Node != lab.RealNodeName || ps.CreateToReady.N != 3 || !(ps.Run.P50 > 0) || !(ps.CreateToReady.P50 >= ps.Run.P50) {
+		t.Fatalf("pod start on the real node: %+v", ps)
+	}
+	if !strings.Contains(stdout, "cold start on this lab's runtime") {
+		t.Errorf("the terminal output does not label the cold start:\n%s", stdout)
+	}
+}

@@ -92,9 +92,6 @@ func (d *Deployment) Configure(ctx context.Context, version string, extra []stri
 	if version != "" {
 		next.image = withTag(d.base.image, version)
 	}
-	if equalSnapshots(next, orig) {
-		return revert, nil // nothing to change: no rollout
-	}
 	return revert, d.apply(ctx, next)
 }
 
@@ -132,6 +129,9 @@ func (d *Deployment) apply(ctx context.Context, s deploymentSnapshot) error {
 	dep, err := d.get(ctx)
 	if err != nil {
 		return err
+	}
+	if equalSnapshots(snapshot(dep), s) {
+		return nil // no change, no rollout: nothing to wait for (and no lease would change hands)
 	}
 	held, err := d.heldLeases(ctx)
 	if err != nil {

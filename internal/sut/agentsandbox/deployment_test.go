@@ -204,3 +204,33 @@ func TestConfigureWaitsForTheLeaseHandover(t *testing.T) {
 		t.Fatal("Configure did not return after the lease changed hands")
 	}
 }
+
+// Setting what already runs changes nothing and waits for nothing: a held lease never changes
+// hands without a rollout (the upgrade preset's last cell runs the original image, and the run's
+// final revert then found the Deployment as it was and waited 2 minutes for a handover).
+func TestApplyingTheRunningSettingIsANoOp(t *testing.T) {
+	ctx := context.Background()
+	holder := "host_uuid"
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "agent-sandbox-system"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+	c := fake.NewSimpleClientset(controllerDeployment(), lease)
+	d := &Deployment{Client: c, Namespace: "agent-sandbox-system", Name: "agent-sandbox-controller"}
+	start := time.Now()
+	revert, err := d.Configure(ctx, "v0.5.5", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := revert(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Restore(ctx, "v0.5.5", []string{"--leader-elect=true", "--extensions"}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("unchanged settings took %s (waited for a handover that cannot come)", took)
+	}
+	for _, a := range c.Actions() {
+		if a.GetVerb() == "patch" {
+			t.Errorf("unchanged settings were patched: %v", a)
+		}
+	}
+}

@@ -1,0 +1,22 @@
+package kube
+
+// The lab's real node (lab.realNode): the label and NoSchedule taint that keep every pod off it
+// but those meant for it, and the sandbox workload image its containerd holds (no registry).
+const (
+	RealNodeKey           = "brakebench.dev/real-node"
+	RealNodeWorkloadImage = "brakebench.local/sandbox-workload:v1"
+)
+
+// RealNodePodSpec adds to a pod spec (unstructured) what places it on the real node and runs the
+// image it already holds: the node selector, the toleration, imagePullPolicy Never.
+func RealNodePodSpec(spec map[string]any) {
+	spec["nodeSelector"] = map[string]any{RealNodeKey: "true"}
+	spec["tolerations"] = []any{map[string]any{"key": RealNodeKey, "operator": "Equal", "value": "true", "effect": "NoSchedule"}}
+	if cs, ok := spec["containers"].([]any); ok {
+		for _, c := range cs {
+			if m, ok := c.(map[string]any); ok {
+				m["imagePullPolicy"] = "Never"
+			}
+		}
+	}
+}
