@@ -127,12 +127,9 @@ func Table(w io.Writer, r *results.Results) {
 // podStartText prints, for a run whose sandboxes ran on the lab's real node, each cell's pod
 // start step by step: a real runtime's cold start, labelled as what it is.
 func podStartText(w io.Writer, r *results.Results) {
-	if fmt.Sprint(r.Config["workload.placement"]) != "real-node" {
-		return
-	}
 	for _, c := range r.Cells {
 		ps := c.Stats.PodStart
-		if ps == nil {
+		if ps == nil || ps.Placement != "real-node" {
 			continue
 		}
 		fmt.Fprintf(w, "cold start on this lab's runtime %-12s node %s, %d pods: created->scheduled p50 %s, scheduled->running p50 %s, running->Ready p50 %s, created->Ready p50 %s p90 %s (a tiny local image, no pull: not a cloud node pulling an image)\n",

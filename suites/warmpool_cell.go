@@ -180,6 +180,9 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 		cell: cell, snap: snap, sent: fired, t0: t0, end: end, pool: PoolName, poolSize: wl.Pool,
 		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after), fillMetrics: deltas(fillScrape, before), passes: passes,
 	})
+	if ps := cell.Stats.PodStart; ps != nil {
+		ps.Placement = wl.Placement
+	}
 	if armed != nil {
 		cell.Stats.Fault = armed.Stats(&cell, snap)
 	}

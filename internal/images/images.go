@@ -7,6 +7,7 @@ package images
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"io"
 	"os"
@@ -121,4 +122,20 @@ func sortedPaths(files map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// CheckStatic returns an error unless file is a statically linked ELF executable: an image with
+// an empty base has no C library or dynamic loader (build with CGO_ENABLED=0).
+func CheckStatic(file string) error {
+	f, err := elf.Open(file)
+	if err != nil {
+		return fmt.Errorf("%s: not an ELF executable: %w", file, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked; an image with an empty base needs a static binary (build it with CGO_ENABLED=0)", file)
+		}
+	}
+	return nil
 }

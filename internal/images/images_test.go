@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -87,5 +89,32 @@ func TestBadSpecs(t *testing.T) {
 		if err := Write(spec, filepath.Join(dir, "out.tar")); err == nil {
 			t.Errorf("%s: want an error", n)
 		}
+	}
+}
+
+func TestCheckStatic(t *testing.T) {
+	dir := t.TempDir()
+	static, dynamic := filepath.Join(dir, "static"), filepath.Join(dir, "dynamic")
+	src := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(src, []byte("package main\nimport \"net\"\nfunc main() { _, _ = net.LookupHost(\"localhost\") }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []struct {
+		out, cgo string
+	}{{static, "0"}, {dynamic, "1"}} {
+		cmd := exec.Command("go", "build", "-o", b.out, src)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED="+b.cgo, "GOFLAGS=", "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Skipf("go build (cgo=%s): %v\n%s", b.cgo, err, out)
+		}
+	}
+	if err := CheckStatic(static); err != nil {
+		t.Errorf("static binary refused: %v", err)
+	}
+	if err := CheckStatic(dynamic); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Errorf("dynamic binary: %v", err)
+	}
+	if err := CheckStatic(src); err == nil {
+		t.Error("a Go source file is not an executable")
 	}
 }

@@ -94,49 +94,55 @@ func (l *Lab) deployController(ctx context.Context, s *State, c *kube.Clients, m
 	return nil
 }
 
-// adaptControllerDeployment makes the upstream controller Deployment run on the lab's real node.
-// What differs from a cloud cluster, and why:
-//   - the image is the lab-built one (no registry here), never pulled;
-//   - the pod selects and tolerates the real node (the only node that runs containers);
+// adaptControllerDeployment makes the upstream controller Deployment run on the lab's real node:
+// the lab-built image, the metrics and health servers off, no container ports (see
+// OnRealNodeHostNetwork for why), and the rest of OnRealNodeHostNetwork. Everything else
+// (service account, RBAC, leader election, the --extensions flag) is upstream's.
+func adaptControllerDeployment(o *unstructured.Unstructured, image, server string) error {
+	spec, ok, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec")
+	containers, _ := spec["containers"].([]any)
+	if !ok || len(containers) == 0 {
+		return fmt.Errorf("deployment %s has no containers", o.GetName())
+	}
+	m := containers[0].(map[string]any)
+	m["image"] = image
+	args, _ := m["args"].([]any)
+	m["args"] = append(args, "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	for _, c := range containers {
+		delete(c.(map[string]any), "ports")
+	}
+	if err := OnRealNodeHostNetwork(spec, server); err != nil {
+		return err
+	}
+	return unstructured.SetNestedMap(o.Object, spec, "spec", "template", "spec")
+}
+
+// OnRealNodeHostNetwork adapts a pod spec (unstructured) to run on the lab's real node, on the
+// host's network. What differs from a cloud cluster, and why:
+//   - the pod selects and tolerates the real node (the only node that runs containers) and never
+//     pulls (its images were imported; there is no registry);
 //   - host network, with KUBERNETES_SERVICE_HOST/PORT set to the apiserver's address: the lab has
 //     no kube-proxy, so the kubernetes Service's cluster IP leads nowhere;
-//   - no container ports and the metrics and health servers off: on the host network the old and
-//     the new pod of a rollout would claim the same host ports, and the scheduler would keep the
-//     new one Pending until the old one left (which it never does in a rolling update).
-//
-// Everything else (service account, RBAC, leader election, the --extensions flag) is upstream's.
-func adaptControllerDeployment(o *unstructured.Unstructured, image, server string) error {
+//   - on the host network the old and the new pod of a rollout would claim the same host ports
+//     and the scheduler would keep the new one Pending: callers drop container ports or choose
+//     free ones.
+func OnRealNodeHostNetwork(spec map[string]any, server string) error {
 	u, err := url.Parse(server)
 	if err != nil || u.Hostname() == "" || u.Port() == "" {
 		return fmt.Errorf("apiserver address %q: expected https://host:port", server)
 	}
-	containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-	if len(containers) == 0 {
-		return fmt.Errorf("deployment %s has no containers", o.GetName())
-	}
-	for i, c := range containers {
+	containers, _ := spec["containers"].([]any)
+	for _, c := range containers {
 		m := c.(map[string]any)
-		if i == 0 {
-			m["image"] = image
-			args, _ := m["args"].([]any)
-			m["args"] = append(args, "--metrics-bind-address=0", "--health-probe-bind-address=0")
-		}
-		m["imagePullPolicy"] = "Never"
-		delete(m, "ports")
 		env, _ := m["env"].([]any)
 		m["env"] = append(env,
 			map[string]any{"name": "KUBERNETES_SERVICE_HOST", "value": u.Hostname()},
 			map[string]any{"name": "KUBERNETES_SERVICE_PORT", "value": u.Port()})
 	}
-	spec := map[string]any{}
-	if v, ok, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec"); ok {
-		spec = v
-	}
-	spec["containers"] = containers
 	spec["hostNetwork"] = true
 	spec["dnsPolicy"] = "ClusterFirstWithHostNet"
 	kube.RealNodePodSpec(spec)
-	return unstructured.SetNestedMap(o.Object, spec, "spec", "template", "spec")
+	return nil
 }
 
 // DeployController switches a running lab from the local controller process to the upstream

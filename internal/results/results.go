@@ -537,6 +537,7 @@ func (r *Results) Find(name, key string) (*Metric, bool) {
 // PodStart are the quantiles (ms) of each step of the pods created in a cell.
 type PodStart struct {
 	Node          string          `json:"node,omitempty"` // the one node they all ran on, "" when several
+	Placement     string          `json:"placement"`      // workload.placement: "real-node" is a real runtime
 	Schedule      stats.Quantiles `json:"scheduleMs"`     // created (first seen) -> bound to a node
 	Run           stats.Quantiles `json:"runMs"`          // bound -> a container running
 	Ready         stats.Quantiles `json:"readyMs"`        // running -> Ready

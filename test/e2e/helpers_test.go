@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +43,41 @@ func buildCLI(t *testing.T) string {
 		t.Fatalf("build brakebench: %v\n%s", cliErr, cliOut)
 	}
 	return cliPath
+}
+
+var (
+	staticOnce sync.Once
+	staticPath string
+	staticErr  error
+)
+
+// buildStaticCLI builds cmd/brakebench without cgo (a static binary, for an image with an empty
+// base) once per test binary.
+func buildStaticCLI(t *testing.T) string {
+	t.Helper()
+	staticOnce.Do(func() {
+		staticPath = filepath.Join(os.TempDir(), fmt.Sprintf("brakebench-static-%d", os.Getpid()))
+		cmd := exec.Command("go", "build", "-o", staticPath, "../../cmd/brakebench")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			staticErr = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if staticErr != nil {
+		t.Fatalf("build a static brakebench: %v", staticErr)
+	}
+	return staticPath
+}
+
+// freePort asks the kernel for an unused port.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 func nsObject(name string) *corev1.Namespace {

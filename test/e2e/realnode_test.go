@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,10 +14,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/brakebench/brakebench/internal/demand"
+	"github.com/brakebench/brakebench/internal/images"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/lab"
 )
@@ -191,6 +195,64 @@ func TestKubeconfigPathOnTheRealNode(t *testing.T) {
 			"--set", "matrix.repetitions=3", "--set", "workload.pool=4", "--set", "workload.claims=4")
 		killRunWhenThenCleanup(t, args, patched, 3*time.Minute, left, append(append([]string{"cleanup", "--all"}, kc...), "--set", allow), "controller")
 		sameAsOrig("after SIGKILL and cleanup")
+	})
+
+	t.Run("pool-autoscaling reads demand from the exporter Deployment", func(t *testing.T) {
+		// KEDA "installed" (the lab's processes, APIService registered), the exporter as the
+		// Deployment `brakebench exporter --print-manifests` prints, on the real node, running a
+		// static brakebench built from this tree.
+		if _, err := theLab.StartKEDA(ctx, labState); err != nil {
+			t.Fatalf("KEDA: %v", err)
+		}
+		t.Cleanup(func() { _ = theLab.StopKEDA(context.Background(), labState) })
+		image := "brakebench.local/brakebench:e2e"
+		if err := labState.RealNode.ImportImage(ctx, images.Spec{Ref: image, Files: map[string]string{"/brakebench": buildStaticCLI(t)}}); err != nil {
+			t.Fatal(err)
+		}
+		port := freePort(t)
+		installNS := "bb-e2e-exporter"
+		if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, nsObject(installNS), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = c.Typed.RbacV1().ClusterRoleBindings().Delete(context.Background(), "brakebench-demand", metav1.DeleteOptions{})
+			_ = c.Typed.RbacV1().ClusterRoles().Delete(context.Background(), "brakebench-demand", metav1.DeleteOptions{})
+			_ = c.Typed.CoreV1().Namespaces().Delete(context.Background(), installNS, metav1.DeleteOptions{})
+		})
+		objs := demand.Manifests(installNS, "", kube.ManagedByKey+"="+kube.ManagedByValue, image, port)
+		for _, o := range objs {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			spec, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec")
+			if err := lab.OnRealNodeHostNetwork(spec, labState.Server); err != nil {
+				t.Fatal(err)
+			}
+			_ = unstructured.SetNestedMap(o.Object, spec, "spec", "template", "spec")
+		}
+		if err := c.Apply(ctx, objs, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := kube.WaitRollout(ctx, c.Typed, installNS, "brakebench-demand", 2*time.Minute); err != nil {
+			t.Fatalf("exporter Deployment: %v", err)
+		}
+		out := t.TempDir()
+		args := append([]string{"run", "pool-autoscaling", "--out", out}, kc...)
+		for _, s := range []string{allow, fmt.Sprintf("poolAutoscaling.exporterURL=http://127.0.0.1:%d%s", port, demand.Path),
+			"poolAutoscaling.arms=keda", "poolAutoscaling.profiles=0-3-0", "poolAutoscaling.stepDuration=40s"} {
+			args = append(args, "--set", s)
+		}
+		if _, err := runCLI(t, args...); err != nil {
+			t.Fatalf("pool-autoscaling on the kubeconfig path: %v", err)
+		}
+		r, _ := readRun(t, out, "pool-autoscaling")
+		if len(r.Cells) != 1 || r.Cells[0].Error != "" || r.Cells[0].Autoscale == nil {
+			t.Fatalf("cells: %+v", r.Cells)
+		}
+		// The pool (min 1) grows only if KEDA read the claims from the exporter Deployment.
+		if a := r.Cells[0].Autoscale; a.MaxSpec < 2 {
+			t.Errorf("KEDA never scaled the pool from the exporter Deployment's demand: spec %d..%d, steps %+v", a.MinSpec, a.MaxSpec, a.Steps)
+		}
 	})
 
 	t.Run("upgrade preset switches the image", func(t *testing.T) {
