@@ -243,7 +243,7 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 			return cell
 		}, oneLine)
 	res.Summary = analysis.Summarize(res.Cells, plan.Names, res.Baseline, plan.Seed)
-	res.Loadgen = results.Loadgen{Identity: cfg.Loadgen.Identity, Connections: cfg.Loadgen.Connections, QPS: cfg.Loadgen.QPS, MaxInFlight: cfg.Loadgen.MaxInFlight}
+	res.Loadgen = results.Loadgen{Identity: cfg.Loadgen.Identity, Connections: cfg.Loadgen.Connections, QPS: cfg.Loadgen.QPS, MaxInFlight: cfg.Loadgen.MaxInFlight, Runner: cfg.Loadgen.Runner}
 	if env.APF != nil {
 		res.Loadgen.FlowSchema, res.Loadgen.PriorityLevel = env.APF.FlowSchema, env.APF.PriorityLevel
 	}

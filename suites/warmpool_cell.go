@@ -12,6 +12,7 @@ import (
 	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/provider"
+	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
 	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
@@ -93,6 +94,9 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 	targets := env.Cluster.MetricsTargets()
 	before := scrapeAll(ctx, env, targets)
 
+	if cfg.Loadgen.Runner == "in-cluster" {
+		return runCellInCluster(ctx, env, sc, rec, cell, ns, labels, sched, before, fillScrape, targets)
+	}
 	genCfg := c.Config
 	if cfg.Loadgen.Identity == "serviceaccount" {
 		if genCfg, err = loadgen.ServiceAccountConfig(ctx, c.Config, c.Typed, ns, labels); err != nil {
@@ -317,4 +321,51 @@ func deltas(before, after scrapes) map[string]results.Scrape {
 		}
 	}
 	return out
+}
+
+// runCellInCluster is the burst and its readiness measured from inside the cluster
+// (loadgen.runner in-cluster): the runner Job fires at T0 and times each claim's Ready on its own
+// clock and watch; this process still records the sandboxes, pods and pool (refill, ceilings,
+// correctness) with its informers, and the claims' Ready times in results are the runner's.
+func runCellInCluster(ctx context.Context, env *Env, sc *Scope, rec *recorder.Recorder, cell results.Cell, ns string, labels map[string]string,
+	sched loadgen.Schedule, before, fillScrape scrapes, targets []provider.MetricsTarget) results.Cell {
+	cfg, wl := env.Config, env.Config.Workload
+	t0 := time.Now().Add(cfg.Loadgen.RunnerStartup)
+	sc.T0 = t0
+	spec := loadgen.AgentSpec{Namespace: ns, Pool: PoolName, Prefix: "claim-", Labels: labels, T0: t0, Schedule: sched,
+		Connections: cfg.Loadgen.Connections, QPS: cfg.Loadgen.QPS, Burst: cfg.Loadgen.Burst, MaxInFlight: cfg.Loadgen.MaxInFlight,
+		ClaimTimeout: wl.ClaimTimeout}
+	env.Progress.Printf("    in-cluster runner: burst of %d at %s (Job %s/%s, image %s)", len(sched), t0.Format("15:04:05.000"), ns, RunnerName, cfg.Loadgen.RunnerImage)
+	fired, readyAt, err := fireInCluster(ctx, env, spec, labels)
+	if err != nil {
+		cell.Error = "in-cluster runner: " + err.Error()
+		return cell
+	}
+	refilled := rec.WaitFor(ctx, wl.RefillTimeout, func() bool {
+		r, n := rec.PoolReady(PoolName)
+		return r >= int64(wl.Pool) && n >= int64(wl.Pool)
+	})
+	end := time.Now()
+	after := scrapeAll(ctx, env, targets)
+	snap := rec.Snapshot()
+	for name, cl := range snap.Claims {
+		cl.Ready = readyAt[name] // the runner's observation, not this process's
+		snap.Claims[name] = cl
+	}
+	passes, err := createPasses(ctx, env.Cluster, ns, t0)
+	if err != nil {
+		env.Progress.Printf("    could not read the controller's create passes: %v", err)
+	}
+	cell = assemble(cellInput{
+		cell: cell, snap: snap, sent: fired, t0: t0, end: end, pool: PoolName, poolSize: wl.Pool,
+		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after), fillMetrics: deltas(fillScrape, before), passes: passes,
+	})
+	if ps := cell.Stats.PodStart; ps != nil {
+		ps.Placement = wl.Placement
+	}
+	if !refilled {
+		r, _ := rec.PoolReady(PoolName)
+		env.Progress.Printf("    pool did not refill within %s (%d/%d Ready)", wl.RefillTimeout, r, wl.Pool)
+	}
+	return cell
 }

@@ -213,6 +213,14 @@ type Loadgen struct {
 	Identity    string  `mapstructure:"identity"` // exempt | serviceaccount
 	// MaxInFlight bounds the creates in flight at once; claims beyond it wait (send lag).
 	MaxInFlight int `mapstructure:"maxInFlight"`
+	// Runner is where the burst is fired and the claims' readiness observed from: "local" (this
+	// process) or "in-cluster" (a Job running RunnerImage's `brakebench agent` as a ServiceAccount
+	// that may only create, list and watch the cell's SandboxClaims; the client's round trip to a
+	// remote API server is then not in the latency).
+	Runner      string `mapstructure:"runner"`
+	RunnerImage string `mapstructure:"runnerImage"` // a brakebench image built from this repository (in-cluster)
+	// RunnerStartup is how long the runner Job gets to start before the burst's T0.
+	RunnerStartup time.Duration `mapstructure:"runnerStartup"`
 }
 
 // Matrix is what a suite varies.
@@ -255,7 +263,7 @@ func Default() Config {
 			ClaimTimeout: 3 * time.Minute, RefillTimeout: 3 * time.Minute, FillTimeout: 5 * time.Minute,
 			Image: "registry.k8s.io/pause:3.10", Placement: "simulated",
 		},
-		Loadgen: Loadgen{Connections: 1, Identity: "exempt", MaxInFlight: 1000},
+		Loadgen: Loadgen{Connections: 1, Identity: "exempt", MaxInFlight: 1000, Runner: "local", RunnerStartup: 20 * time.Second},
 		Matrix:  Matrix{Brakes: []string{"none"}, Repetitions: 1, ControllerArgs: []string{}, Faults: []string{"none"}},
 		Faults: Faults{
 			APF:          APFFault{Target: "controller", Shares: 1, Queues: 1, QueueLength: 16},

@@ -104,6 +104,12 @@ func (r *Resolved) validate() error {
 		{outside(c.Loadgen.Burst, 0, 100000), "loadgen.burst", "0 to 100000", c.Loadgen.Burst},
 		{c.Loadgen.MaxInFlight < 1 || c.Loadgen.MaxInFlight > 100000, "loadgen.maxInFlight", "1 to 100000", c.Loadgen.MaxInFlight},
 		{!oneOf(c.Loadgen.Identity, "exempt", "serviceaccount"), "loadgen.identity", "exempt or serviceaccount", c.Loadgen.Identity},
+		{!oneOf(c.Loadgen.Runner, "local", "in-cluster"), "loadgen.runner", "local or in-cluster", c.Loadgen.Runner},
+		{c.Loadgen.Runner == "in-cluster" && c.Loadgen.RunnerImage == "", "loadgen.runner", "local unless loadgen.runnerImage names a brakebench image the cluster can run (built from this repository with CGO_ENABLED=0)", c.Loadgen.Runner},
+		{c.Loadgen.Runner == "in-cluster" && c.Loadgen.Identity != "serviceaccount", "loadgen.runner", "local unless loadgen.identity is serviceaccount (the runner sends as its own ServiceAccount, so the local runner it is compared with must too)", c.Loadgen.Runner},
+		{c.Loadgen.Runner == "in-cluster" && (len(c.Matrix.Faults) != 1 || c.Matrix.Faults[0] != "none"), "loadgen.runner", "local unless matrix.faults is none (faults that strike the load generator need it in this process)", c.Loadgen.Runner},
+		{c.Loadgen.Runner == "in-cluster" && c.Cluster.Provider == "lab" && !c.Lab.RealNode, "loadgen.runner", "local unless lab.realNode is true (the runner's pod runs on the lab's real node)", c.Loadgen.Runner},
+		{outside(c.Loadgen.RunnerStartup, time.Second, time.Hour), "loadgen.runnerStartup", "a duration from 1s to 1h", c.Loadgen.RunnerStartup},
 		{outside(c.Matrix.Repetitions, 1, 1000), "matrix.repetitions", "1 to 1000", c.Matrix.Repetitions},
 		{len(c.Matrix.Brakes) == 0, "matrix.brakes", "a non-empty list of brake cells (see `brakebench suites`)", "[]"},
 		{c.Brakes.ReplenishDelay < 0, "brakes.replenishDelay", "a duration of 0 or more", c.Brakes.ReplenishDelay},
@@ -165,6 +171,9 @@ func (r *Resolved) validate() error {
 			return r.fail("matrix.faults", "cell %q is listed twice", f)
 		}
 		seenF[f] = true
+	}
+	if c.Loadgen.Runner == "in-cluster" && (r.Suite == "gang-quota" || r.Suite == "pool-autoscaling") {
+		return r.fail("loadgen.runner", "expected local for suite %s (it fires no warm-pool burst; only the warm-pool suites run in-cluster), got in-cluster", r.Suite)
 	}
 	for _, v := range c.Lab.ControllerImages {
 		if !versionRe.MatchString(v) {

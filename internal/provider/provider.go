@@ -136,3 +136,9 @@ type ControllerLogs interface {
 type VersionPreparer interface {
 	PrepareVersions(ctx context.Context, versions []string) error
 }
+
+// PodPlacer is a cluster that must adapt a pod it did not define before it can run there (the
+// lab: only its real node runs containers, on the host's network). Optional.
+type PodPlacer interface {
+	PlacePod(spec map[string]any) error
+}

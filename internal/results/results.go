@@ -91,6 +91,9 @@ type Loadgen struct {
 	Connections   int     `json:"connections"`
 	MaxInFlight   int     `json:"maxInFlight,omitempty"`
 	QPS           float64 `json:"qps"`
+	// Runner is where the burst was fired and readiness observed from: "local" (the harness) or
+	// "in-cluster" (a Job in the cluster); "" in results written before runners existed (local).
+	Runner string `json:"runner,omitempty"`
 }
 
 // Cell is one repetition of one matrix cell.

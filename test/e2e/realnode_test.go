@@ -12,17 +12,23 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 
 	"github.com/brakebench/brakebench/internal/demand"
 	"github.com/brakebench/brakebench/internal/images"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/lab"
+	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
+	"github.com/brakebench/brakebench/suites"
 )
 
 // TestRealNodeRunsAPod: the test lab's real node runs a bridge-networked pod of the lab-built
@@ -302,3 +308,95 @@ func TestColdStartOnTheRealNode(t *testing.T) {
 		t.Errorf("the terminal output does not label the cold start:\n%s", stdout)
 	}
 }
+
+// TestInClusterRunner: the runner's RBAC is enough to fire and watch claims and no more, and the
+// in-cluster runner (a Job on the real node) and the local runner measure the same cell alike.
+func TestInClusterRunner(t *testing.T) {
+	ctx := context.Background()
+	c := clients(t)
+	image := "brakebench.local/brakebench:e2e"
+	if err := labState.RealNode.ImportImage(ctx, images.Spec{Ref: image, Files: map[string]string{"/brakebench": buildStaticCLI(t)}}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("RBAC is enough and no more", func(t *testing.T) {
+		ns := "bb-e2e-runner-rbac"
+		if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, nsObject(ns), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Typed.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+		if err := c.Apply(ctx, suites.RunnerRBAC(ns, nil), nil); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := c.Typed.CoreV1().ServiceAccounts(ns).CreateToken(ctx, suites.RunnerName, &authv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := kube.RESTConfig(labState.Kubeconfig, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc = rest.AnonymousClientConfig(rc)
+		rc.BearerToken = tok.Status.Token
+		as, err := kube.NewClients(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claim := func(ns string) *unstructured.Unstructured {
+			return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
+				"metadata": map[string]any{"name": "probe", "namespace": ns}, "spec": map[string]any{"sandboxTemplateRef": map[string]any{"name": "t"}}}}
+		}
+		dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+		if _, err := as.Dynamic.Resource(agentsandbox.ClaimGVR).Namespace(ns).Create(ctx, claim(ns), dry); err != nil {
+			t.Errorf("create a claim in its namespace: %v", err)
+		}
+		if _, err := as.Dynamic.Resource(agentsandbox.ClaimGVR).Namespace(ns).List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("list claims in its namespace: %v", err)
+		}
+		for what, err := range map[string]error{
+			"delete claims":             as.Dynamic.Resource(agentsandbox.ClaimGVR).Namespace(ns).Delete(ctx, "probe", metav1.DeleteOptions{}),
+			"create a claim elsewhere":  errOf(as.Dynamic.Resource(agentsandbox.ClaimGVR).Namespace("default").Create(ctx, claim("default"), dry)),
+			"list pods":                 errOf(as.Typed.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})),
+			"read the warm pool":        errOf(as.Dynamic.Resource(agentsandbox.PoolGVR).Namespace(ns).List(ctx, metav1.ListOptions{})),
+			"create a sandbox directly": errOf(as.Dynamic.Resource(agentsandbox.SandboxGVR).Namespace(ns).Create(ctx, claim(ns), dry)),
+		} {
+			if !apierrors.IsForbidden(err) {
+				t.Errorf("%s: want Forbidden, got %v", what, err)
+			}
+		}
+	})
+
+	t.Run("in-cluster and local runners agree", func(t *testing.T) {
+		common := []string{"lab.realNode=true", "loadgen.identity=serviceaccount", "workload.pool=10", "workload.claims=10",
+			"matrix.brakes=none", "matrix.repetitions=2"}
+		local, _, _ := runSuiteOut(t, "warmpool-burst", common...)
+		remote, _, stdout := runSuiteOut(t, "warmpool-burst", append(common, "loadgen.runner=in-cluster", "loadgen.runnerImage="+image, "loadgen.runnerStartup=8s")...)
+		if remote.Loadgen.Runner != "in-cluster" || !strings.Contains(stdout, "runner") {
+			t.Errorf("runner recorded as %q", remote.Loadgen.Runner)
+		}
+		for _, r := range []*results.Results{local, remote} {
+			for _, cell := range r.Cells {
+				if cell.Error != "" || cell.Stats.Failed != 0 || len(cell.Claims) != 10 {
+					t.Fatalf("%s runner, cell %s: error %q, %d failed of %d", r.Loadgen.Runner, cell.ID, cell.Error, cell.Stats.Failed, len(cell.Claims))
+				}
+			}
+		}
+		t.Logf("claim latency, same cell (none, 2 repetitions x 10 claims):")
+		for _, key := range []string{"claim.p50_ms", "claim.p90_ms", "claim.p99_ms"} {
+			l, lok := local.Find("none", key)
+			r, rok := remote.Find("none", key)
+			if !lok || !rok {
+				t.Fatalf("%s missing (local %v, in-cluster %v)", key, lok, rok)
+			}
+			t.Logf("  %-14s local %7.1f ms   in-cluster %7.1f ms", key, float64(l.Value), float64(r.Value))
+			// The same cell on the same lab: the two must be of one order. The runner's pod shares
+			// this machine, so a wide band (3x) catches a broken measurement (a clock mix-up, a
+			// missed Ready) without turning noise into failures.
+			if key == "claim.p50_ms" && (float64(r.Value) > 3*float64(l.Value) || float64(l.Value) > 3*float64(r.Value)) {
+				t.Errorf("%s: local %.1f ms vs in-cluster %.1f ms differ more than 3x", key, float64(l.Value), float64(r.Value))
+			}
+		}
+	})
+}
+
+func errOf[T any](_ T, err error) error { return err }

@@ -189,3 +189,12 @@ func (c *Cluster) PrepareVersions(ctx context.Context, versions []string) error 
 	}
 	return nil
 }
+
+// PlacePod implements provider.PodPlacer: a pod brakebench runs in the lab (the in-cluster
+// runner) goes to the real node, on the host's network.
+func (c *Cluster) PlacePod(spec map[string]any) error {
+	if c.state.RealNode == nil {
+		return fmt.Errorf("lab %q has no real node to run pods on: bring it up with lab.realNode=true", c.state.Name)
+	}
+	return lab.OnRealNodeHostNetwork(spec, c.state.Server)
+}
