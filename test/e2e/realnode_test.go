@@ -344,7 +344,7 @@ func TestInClusterRunner(t *testing.T) {
 		}
 		claim := func(ns string) *unstructured.Unstructured {
 			return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
-				"metadata": map[string]any{"name": "probe", "namespace": ns}, "spec": map[string]any{"sandboxTemplateRef": map[string]any{"name": "t"}}}}
+				"metadata": map[string]any{"name": "probe", "namespace": ns}, "spec": map[string]any{"warmPoolRef": map[string]any{"name": "p"}}}}
 		}
 		dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 		if _, err := as.Dynamic.Resource(agentsandbox.ClaimGVR).Namespace(ns).Create(ctx, claim(ns), dry); err != nil {
