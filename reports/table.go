@@ -124,17 +124,26 @@ func Table(w io.Writer, r *results.Results) {
 	faultText(w, r)
 }
 
-// podStartText prints, for a run whose sandboxes ran on the lab's real node, each cell's pod
-// start step by step: a real runtime's cold start, labelled as what it is.
+// podStartText prints, for cells whose sandboxes ran on the lab's real node, their pods' start
+// step by step: a real runtime's cold start when claims waited on it, else the refill's pods.
 func podStartText(w io.Writer, r *results.Results) {
+	ms := func(v float64) string {
+		if math.IsNaN(v) {
+			return "-"
+		}
+		return FormatNum(v, "ms") + "ms"
+	}
 	for _, c := range r.Cells {
 		ps := c.Stats.PodStart
 		if ps == nil || ps.Placement != "real-node" {
 			continue
 		}
-		fmt.Fprintf(w, "cold start on this lab's runtime %-12s node %s, %d pods: created->scheduled p50 %s, scheduled->running p50 %s, running->Ready p50 %s, created->Ready p50 %s p90 %s (a tiny local image, no pull: not a cloud node pulling an image)\n",
-			c.ID, ps.Node, ps.CreateToReady.N, FormatNum(ps.Schedule.P50, "ms")+"ms", FormatNum(ps.Run.P50, "ms")+"ms", FormatNum(ps.Ready.P50, "ms")+"ms",
-			FormatNum(ps.CreateToReady.P50, "ms")+"ms", FormatNum(ps.CreateToReady.P90, "ms")+"ms")
+		what := "cold start on this lab's runtime"
+		if c.Stats.Cold == 0 {
+			what = "pod start (refill; no claim waited) on this lab's runtime"
+		}
+		fmt.Fprintf(w, "%s %s: node %s, %d pods Ready: created->scheduled p50 %s, scheduled->running p50 %s, running->Ready p50 %s, created->Ready p50 %s p90 %s (a tiny local image, no pull: not a cloud node pulling an image)\n",
+			what, c.ID, ps.Node, ps.CreateToReady.N, ms(ps.Schedule.P50), ms(ps.Run.P50), ms(ps.Ready.P50), ms(ps.CreateToReady.P50), ms(ps.CreateToReady.P90))
 	}
 }
 
