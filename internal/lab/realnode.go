@@ -417,31 +417,22 @@ func drainNode(ctx context.Context, c *kube.Clients, node string, timeout time.D
 
 // waitNoPods waits, on a watch, until no pod in namespace matches the field and label selectors.
 func waitNoPods(ctx context.Context, c *kube.Clients, namespace, fieldSel, labelSel string) error {
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector, o.LabelSelector = fieldSel, labelSel
-			return c.Typed.CoreV1().Pods(namespace).List(ctx, o)
+	pods := c.Typed.CoreV1().Pods(namespace)
+	left := 0
+	err := kube.UntilList(ctx,
+		func(ctx context.Context) (runtime.Object, error) {
+			return pods.List(ctx, metav1.ListOptions{FieldSelector: fieldSel, LabelSelector: labelSel})
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector, o.LabelSelector = fieldSel, labelSel
-			return c.Typed.CoreV1().Pods(namespace).Watch(ctx, o)
+			return pods.Watch(ctx, o)
 		},
-	}
-	left := map[types.UID]bool{}
-	_, err := toolswatch.UntilWithSync(ctx, lw, &corev1.Pod{}, func(store cache.Store) (bool, error) {
-		return len(store.List()) == 0, nil
-	}, func(ev watch.Event) (bool, error) {
-		if p, ok := ev.Object.(*corev1.Pod); ok {
-			if ev.Type == watch.Deleted {
-				delete(left, p.UID)
-			} else {
-				left[p.UID] = true
-			}
-		}
-		return len(left) == 0, nil
-	})
+		func(obj runtime.Object) bool {
+			left = len(obj.(*corev1.PodList).Items)
+			return left == 0
+		})
 	if err != nil {
-		return fmt.Errorf("%d pods still there (%s %s): %w", len(left), fieldSel, labelSel, err)
+		return fmt.Errorf("%d pods still there (%s %s): %w", left, fieldSel, labelSel, err)
 	}
 	return nil
 }
