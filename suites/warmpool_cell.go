@@ -166,27 +166,7 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 		faultErr = armed.Settle(ctx, time.Minute)
 	}
 	phase("claims", t0)
-	refillWait := time.Now()
-	refilled := rec.WaitFor(ctx, wl.RefillTimeout, func() bool {
-		r, n := rec.PoolReady(PoolName)
-		return r >= int64(wl.Pool) && n >= int64(wl.Pool)
-	})
-	phase("refill_wait", refillWait)
-	end := time.Now()
-	after := scrapeAll(ctx, env, targets)
-
-	snap := rec.Snapshot()
-	passes, err := createPasses(ctx, env.Cluster, ns, t0)
-	if err != nil {
-		env.Progress.Printf("    could not read the controller's create passes: %v", err)
-	}
-	cell = assemble(cellInput{
-		cell: cell, snap: snap, sent: fired, t0: t0, end: end, pool: PoolName, poolSize: wl.Pool,
-		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after), fillMetrics: deltas(fillScrape, before), passes: passes,
-	})
-	if ps := cell.Stats.PodStart; ps != nil {
-		ps.Placement = wl.Placement
-	}
+	cell, snap, refilled := settleAndAssemble(ctx, env, rec, cell, ns, fired, t0, nil, before, fillScrape, targets)
 	if armed != nil {
 		cell.Stats.Fault = armed.Stats(&cell, snap)
 	}
@@ -341,16 +321,36 @@ func runCellInCluster(ctx context.Context, env *Env, sc *Scope, rec *recorder.Re
 		cell.Error = "in-cluster runner: " + err.Error()
 		return cell
 	}
+	cell, _, refilled := settleAndAssemble(ctx, env, rec, cell, ns, fired, t0, readyAt, before, fillScrape, targets)
+	if !refilled {
+		r, _ := rec.PoolReady(PoolName)
+		env.Progress.Printf("    pool did not refill within %s (%d/%d Ready)", wl.RefillTimeout, r, wl.Pool)
+	}
+	return cell
+}
+
+// settleAndAssemble waits for the pool to refill, scrapes the metrics, and assembles the cell from
+// the recorder's snapshot; readyAt, when not nil, replaces the claims' Ready times (the in-cluster
+// runner's own observations).
+func settleAndAssemble(ctx context.Context, env *Env, rec *recorder.Recorder, cell results.Cell, ns string, fired []loadgen.Sent, t0 time.Time,
+	readyAt map[string]time.Time, before, fillScrape scrapes, targets []provider.MetricsTarget) (results.Cell, recorder.Snapshot, bool) {
+	wl := env.Config.Workload
+	refillWait := time.Now()
 	refilled := rec.WaitFor(ctx, wl.RefillTimeout, func() bool {
 		r, n := rec.PoolReady(PoolName)
 		return r >= int64(wl.Pool) && n >= int64(wl.Pool)
 	})
+	if cell.Phases != nil {
+		cell.Phases["refill_wait"] = time.Since(refillWait).Seconds()
+	}
 	end := time.Now()
 	after := scrapeAll(ctx, env, targets)
 	snap := rec.Snapshot()
-	for name, cl := range snap.Claims {
-		cl.Ready = readyAt[name] // the runner's observation, not this process's
-		snap.Claims[name] = cl
+	if readyAt != nil {
+		for name, cl := range snap.Claims {
+			cl.Ready = readyAt[name]
+			snap.Claims[name] = cl
+		}
 	}
 	passes, err := createPasses(ctx, env.Cluster, ns, t0)
 	if err != nil {
@@ -363,9 +363,5 @@ func runCellInCluster(ctx context.Context, env *Env, sc *Scope, rec *recorder.Re
 	if ps := cell.Stats.PodStart; ps != nil {
 		ps.Placement = wl.Placement
 	}
-	if !refilled {
-		r, _ := rec.PoolReady(PoolName)
-		env.Progress.Printf("    pool did not refill within %s (%d/%d Ready)", wl.RefillTimeout, r, wl.Pool)
-	}
-	return cell
+	return cell, snap, refilled
 }
