@@ -351,7 +351,7 @@ func (l *Lab) stopRealNode(ctx context.Context, s *State) error {
 	if err := removeCgroupRoot(rn.CgroupRoot); err != nil {
 		errs = append(errs, err)
 	}
-	if err := unmountAll(rn.Dir, "/run/containerd", "/var/lib/kubelet", "/run/netns"); err != nil {
+	if err := unmountAll(rn.Host.ownedMountRoots(rn.Dir)...); err != nil {
 		errs = append(errs, err)
 	}
 	if links, err := linkNames(); err == nil {
@@ -369,7 +369,7 @@ func (l *Lab) stopRealNode(ctx context.Context, s *State) error {
 			errs = append(errs, err)
 			continue
 		}
-		if err := revertIPTables(tool, addedIPTables(before, now)); err != nil {
+		if err := revertIPTables(tool, addedIPTables(before, now, rn.Bridge)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -476,7 +476,7 @@ func (rn *RealNode) Leftovers() []string {
 	for _, pid := range cgroupPIDs(rn.CgroupRoot) {
 		out = append(out, fmt.Sprintf("process %d in cgroup %s (%s)", pid, rn.CgroupRoot, cmdline(pid)))
 	}
-	for _, m := range mountsUnder(rn.Dir, "/run/containerd", "/var/lib/kubelet", "/run/netns") {
+	for _, m := range mountsUnder(rn.Host.ownedMountRoots(rn.Dir)...) {
 		out = append(out, "mount "+m)
 	}
 	for _, d := range cgroupDirs(rn.CgroupRoot) {
@@ -491,7 +491,7 @@ func (rn *RealNode) Leftovers() []string {
 	}
 	for tool, before := range rn.Host.IPTables {
 		now, _ := iptablesRules(tool)
-		for _, r := range addedIPTables(before, now) {
+		for _, r := range addedIPTables(before, now, rn.Bridge) {
 			out = append(out, tool+" "+r)
 		}
 	}

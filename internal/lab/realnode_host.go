@@ -124,16 +124,39 @@ func parseIPTablesSave(out string) []string {
 	return rules
 }
 
-// addedIPTables lists the rules and chains in now that were not in before.
-func addedIPTables(before, now []string) []string {
+// addedIPTables lists the rules and chains in now that were not in before and are the real
+// node's doing: the kubelet's KUBE-* chains and rules that use them, and anything naming the
+// node's bridge or the CNI's chains. Rules another program (Docker, a firewall) added meanwhile
+// are not ours to delete.
+func addedIPTables(before, now []string, bridge string) []string {
 	var out []string
 	for _, r := range now {
-		if !slices.Contains(before, r) {
+		if slices.Contains(before, r) {
+			continue
+		}
+		if strings.Contains(r, "KUBE-") || strings.Contains(r, "CNI-") || (bridge != "" && strings.Contains(r, bridge)) {
 			out = append(out, r)
 		}
 	}
 	return out
 }
+
+// ownedMountRoots are the host-wide prefixes the node may mount under and remove: those of
+// sharedMountRoots that did not exist before it came up (a host's own containerd or kubelet keeps
+// its mounts), plus the node's own directory.
+func (h hostSnapshot) ownedMountRoots(dir string) []string {
+	out := []string{dir}
+	for _, p := range sharedMountRoots {
+		if slices.Contains(h.Absent, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// sharedMountRoots are host paths where the kubelet and containerd mount whatever root they are
+// given.
+var sharedMountRoots = []string{"/run/containerd", "/var/lib/kubelet", "/run/netns"}
 
 // revertIPTables deletes the rules, then flushes and deletes the chains, that were added.
 func revertIPTables(tool string, added []string) error {

@@ -42,7 +42,7 @@ COMMIT
 -A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -j DROP
 COMMIT
 `)
-	got := addedIPTables(before, after)
+	got := addedIPTables(before, append(after, "filter -A FORWARD -j DOCKER-USER", "nat :DOCKER -"), "bbr0")
 	want := []string{
 		"mangle :KUBE-IPTABLES-HINT -",
 		"filter :KUBE-FIREWALL -",
@@ -51,6 +51,15 @@ COMMIT
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("added rules:\n got %q\nwant %q", got, want)
+	}
+}
+
+// A host's own containerd or kubelet keeps its mounts: only roots the node created are its own.
+func TestOwnedMountRoots(t *testing.T) {
+	h := hostSnapshot{Absent: []string{"/var/lib/kubelet", "/var/lib/cni"}}
+	got := h.ownedMountRoots("/lab/node")
+	if !reflect.DeepEqual(got, []string{"/lab/node", "/var/lib/kubelet"}) {
+		t.Fatalf("owned mount roots %v", got)
 	}
 }
 
