@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/brakebench/brakebench/internal/config"
+	"github.com/brakebench/brakebench/internal/images"
 	"github.com/brakebench/brakebench/internal/lab"
 	"github.com/brakebench/brakebench/internal/labbuild"
 	"github.com/brakebench/brakebench/internal/progress"
@@ -155,7 +157,50 @@ func (a *app) labCmd() *cobra.Command {
 		},
 	}
 	status.Flags().BoolVar(&asJSON, "json", false, "print the saved state as JSON")
-	cmd.AddCommand(build, up, down, status)
+	var ref string
+	importImage := &cobra.Command{
+		Use:   "import-image --ref REF BINARY",
+		Short: "Import a static binary as a one-layer image into the lab's real node (e.g. brakebench for loadgen.runnerImage)",
+		Long: "Writes BINARY (statically linked: build brakebench with CGO_ENABLED=0) as a single-layer linux/amd64\n" +
+			"image REF whose entrypoint is the binary, and imports it into the real node's containerd (namespace\n" +
+			"k8s.io), where pods run it with imagePullPolicy Never. Needs a lab up with lab.realNode=true.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ref == "" {
+				return badInput(fmt.Errorf("--ref: the image reference pods will name, e.g. brakebench.local/brakebench:dev"))
+			}
+			if err := images.CheckStatic(args[0]); err != nil {
+				return badInput(err)
+			}
+			cfg, err := a.g.load("")
+			if err != nil {
+				return err
+			}
+			l, err := a.newLab(cfg)
+			if err != nil {
+				return err
+			}
+			s, err := l.Load()
+			if err != nil {
+				return fmt.Errorf("lab %q: %w", cfg.Lab.Name, err)
+			}
+			if s.RealNode == nil {
+				return badInput(fmt.Errorf("lab %q has no real node: bring it up with --set lab.realNode=true", cfg.Lab.Name))
+			}
+			bin, err := filepath.Abs(args[0])
+			if err != nil {
+				return err
+			}
+			path := "/" + filepath.Base(bin)
+			if err := s.RealNode.ImportImage(cmd.Context(), images.Spec{Ref: ref, Files: map[string]string{path: bin}, Entrypoint: []string{path}}); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "imported %s (entrypoint %s) into the real node of lab %q\n", ref, path, cfg.Lab.Name)
+			return nil
+		},
+	}
+	importImage.Flags().StringVar(&ref, "ref", "", "image reference, e.g. brakebench.local/brakebench:dev")
+	cmd.AddCommand(build, up, down, status, importImage)
 	return cmd
 }
 

@@ -314,9 +314,15 @@ func TestColdStartOnTheRealNode(t *testing.T) {
 func TestInClusterRunner(t *testing.T) {
 	ctx := context.Background()
 	c := clients(t)
-	image := "brakebench.local/brakebench:e2e"
-	if err := labState.RealNode.ImportImage(ctx, images.Spec{Ref: image, Files: map[string]string{"/brakebench": buildStaticCLI(t)}}); err != nil {
-		t.Fatal(err)
+	image := "brakebench.local/brakebench:e2e-runner"
+	if _, err := runCLI(t, "lab", "import-image", "--ref", image, buildStaticCLI(t)); err != nil {
+		t.Fatalf("lab import-image: %v", err)
+	}
+	// A dynamically linked binary cannot run in an empty-base image: refused (exit 2).
+	if dyn := buildCLI(t); images.CheckStatic(dyn) != nil {
+		if _, err := runCLI(t, "lab", "import-image", "--ref", "x:1", dyn); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+			t.Errorf("a dynamic binary was not refused: %v", err)
+		}
 	}
 
 	t.Run("RBAC is enough and no more", func(t *testing.T) {
