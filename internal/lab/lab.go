@@ -463,13 +463,25 @@ func (l *Lab) ComponentMetricsURL(name string) string {
 	return c.Metric
 }
 
-// StopController stops the controller if it runs.
+// StopController stops the controller if it runs: the one s records, and any other
+// agent-sandbox controller process of this lab (a caller holding an older copy of the state would
+// otherwise leave the one started since running beside the next: two controllers, one without
+// the cell's brakes).
 func (l *Lab) StopController(s *State) error {
+	if s.Controller != nil {
+		if err := stopPID(s.Controller.PID, s.Controller.Binary, 10*time.Second); err != nil {
+			return err
+		}
+	}
+	for _, pid := range processesMentioning(l.dir) {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && filepath.Base(strings.TrimSuffix(exe, " (deleted)")) == "agent-sandbox-controller" {
+			if err := stopPID(pid, "", 10*time.Second); err != nil {
+				return err
+			}
+		}
+	}
 	if s.Controller == nil {
 		return nil
-	}
-	if err := stopPID(s.Controller.PID, s.Controller.Binary, 10*time.Second); err != nil {
-		return err
 	}
 	s.Controller = nil
 	return l.save(s)

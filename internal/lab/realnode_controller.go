@@ -148,23 +148,36 @@ func OnRealNodeHostNetwork(spec map[string]any, server string) error {
 // DeployController switches a running lab from the local controller process to the upstream
 // Deployment on the real node (with controller images for the pinned version, lab.controllerImages
 // and more), as lab.controllerMode=deployment does at lab up. UndeployController switches back.
-func (l *Lab) DeployController(ctx context.Context, s *State, more []string) error {
+// Both read the lab's saved state (other commands change it) and return it as they left it.
+func (l *Lab) DeployController(ctx context.Context, more []string) (*State, error) {
+	s, err := l.Load()
+	if err != nil {
+		return nil, err
+	}
 	if s.RealNode == nil {
-		return fmt.Errorf("lab %q has no real node (lab.realNode); the controller Deployment runs there", s.Name)
+		return s, fmt.Errorf("lab %q has no real node (lab.realNode); the controller Deployment runs there", s.Name)
 	}
 	c, err := s.clients()
 	if err != nil {
-		return err
+		return s, err
 	}
 	if err := l.StopController(s); err != nil {
-		return err
+		return s, err
 	}
-	return l.deployController(ctx, s, c, more)
+	return s, l.deployController(ctx, s, c, more)
 }
 
 // UndeployController deletes the controller Deployment (waiting until its pods are gone) and
 // starts the local controller process again at the pinned version.
-func (l *Lab) UndeployController(ctx context.Context, s *State) error {
+func (l *Lab) UndeployController(ctx context.Context) (*State, error) {
+	s, err := l.Load()
+	if err != nil {
+		return nil, err
+	}
+	return s, l.undeployController(ctx, s)
+}
+
+func (l *Lab) undeployController(ctx context.Context, s *State) error {
 	d := s.ControllerDeployment
 	if d == nil {
 		return nil

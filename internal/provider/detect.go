@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/brakebench/brakebench/internal/kube"
 )
 
 // Metadata says where a run happened, for results and vendor comparisons.
@@ -32,7 +34,7 @@ func Detect(nodes []corev1.Node, serverVersion string) Metadata {
 	m := Metadata{KubernetesVersion: serverVersion, Nodes: len(nodes), InstanceTypes: map[string]int{}, ControlPlaneTier: "not exposed"}
 	regions, zones := map[string]bool{}, map[string]bool{}
 	votes := map[string]int{}
-	fake := 0
+	fake, labReal := 0, 0
 	for _, n := range nodes {
 		l := n.Labels
 		if t := l["node.kubernetes.io/instance-type"]; t != "" {
@@ -50,6 +52,8 @@ func Detect(nodes []corev1.Node, serverVersion string) Metadata {
 		switch {
 		case n.Annotations["kwok.x-k8s.io/node"] == "fake":
 			fake++
+		case l[kube.RealNodeKey] == "true": // the lab's real node, beside its kwok nodes
+			labReal++
 		case strings.HasPrefix(pid, "aws://") || l["eks.amazonaws.com/nodegroup"] != "" || l["eks.amazonaws.com/compute-type"] != "":
 			votes["EKS"]++
 		case strings.HasPrefix(pid, "gce://") || l["cloud.google.com/gke-nodepool"] != "":
@@ -75,7 +79,7 @@ func Detect(nodes []corev1.Node, serverVersion string) Metadata {
 	switch {
 	case best != "":
 		m.Distribution = best
-	case fake > 0 && fake == len(nodes):
+	case fake > 0 && fake+labReal == len(nodes):
 		m.Distribution = "kwok-lab"
 	default:
 		m.Distribution = "other"

@@ -108,11 +108,19 @@ func TestRealNodeRunsAPod(t *testing.T) {
 // its image between the two versions and back.
 func TestKubeconfigPathOnTheRealNode(t *testing.T) {
 	ctx := context.Background()
-	if err := theLab.DeployController(ctx, labState, []string{"v0.5.3"}); err != nil {
+	s, err := theLab.DeployController(ctx, []string{"v0.5.3"})
+	if s != nil {
+		labState = s
+	}
+	if err != nil {
 		t.Fatalf("deploy the controller on the real node: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := theLab.UndeployController(context.Background(), labState); err != nil {
+		s, err := theLab.UndeployController(context.Background())
+		if s != nil {
+			labState = s
+		}
+		if err != nil {
 			t.Errorf("back to the controller process: %v", err)
 		}
 	})
@@ -207,10 +215,18 @@ func TestKubeconfigPathOnTheRealNode(t *testing.T) {
 		// KEDA "installed" (the lab's processes, APIService registered), the exporter as the
 		// Deployment `brakebench exporter --print-manifests` prints, on the real node, running a
 		// static brakebench built from this tree.
-		if _, err := theLab.StartKEDA(ctx, labState); err != nil {
+		st, err := theLab.Load() // the saved state: runs change it (a stale copy would be saved back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := theLab.StartKEDA(ctx, st); err != nil {
 			t.Fatalf("KEDA: %v", err)
 		}
-		t.Cleanup(func() { _ = theLab.StopKEDA(context.Background(), labState) })
+		t.Cleanup(func() {
+			if st, err := theLab.Load(); err == nil {
+				_ = theLab.StopKEDA(context.Background(), st)
+			}
+		})
 		image := "brakebench.local/brakebench:e2e"
 		if err := labState.RealNode.ImportImage(ctx, images.Spec{Ref: image, Files: map[string]string{"/brakebench": buildStaticCLI(t)}}); err != nil {
 			t.Fatal(err)

@@ -1,8 +1,10 @@
 package agentsandbox
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -159,9 +161,73 @@ func (d *Deployment) apply(ctx context.Context, s deploymentSnapshot) error {
 		return err
 	}
 	if s.replicas > 0 {
-		return d.waitLeaseHandover(ctx, held, 2*time.Minute)
+		if err := d.waitLeaseHandover(ctx, held, 2*time.Minute); err != nil {
+			return err
+		}
+		return d.waitWorkersStarted(ctx, dep, 2*time.Minute)
 	}
 	return nil
+}
+
+// waitWorkersStarted follows the new pod's log until its warm-pool controller has started its
+// workers (controller-runtime logs "Starting workers" once it leads and its caches have synced):
+// before that a burst meets no controller, or one that never saw the pool full. Seen on the lab's
+// real node: a burst sent right after the lease changed hands found the replenish delay not
+// applied.
+func (d *Deployment) waitWorkersStarted(ctx context.Context, dep *appsv1.Deployment, timeout time.Duration) error {
+	sel, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector)
+	if err != nil || dep.Spec.Selector == nil {
+		return nil
+	}
+	pods, err := d.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if err := followUntil(wctx, d.Client, p.Namespace, p.Name, func(line string) bool {
+			return strings.Contains(line, "Starting workers") && strings.Contains(line, "sandboxwarmpool")
+		}); err != nil {
+			return fmt.Errorf("controller pod %s never started its sandboxwarmpool workers: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// followUntil follows a pod's log (from its start) until match holds for a line.
+func followUntil(ctx context.Context, c kubernetes.Interface, ns, pod string, match func(string) bool) error {
+	for {
+		r, err := c.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Follow: true}).Stream(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// the container may not have started yet
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+			case <-time.After(500 * time.Millisecond):
+				continue
+			}
+		}
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			if match(sc.Text()) {
+				_ = r.Close()
+				return nil
+			}
+		}
+		_ = r.Close()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return errors.New("the log ended without the line")
+	}
 }
 
 // heldLeases are the Leases in the controller's namespace with a holder now, by name.
@@ -213,7 +279,7 @@ func (d *Deployment) waitOldPodsGone(ctx context.Context, dep *appsv1.Deployment
 }
 
 // waitLeaseHandover waits until each Lease held before the change is held by someone else (the
-// new pod; a leader-election identity is new with every process) or released.
+// new pod; a leader-election identity is new with every process).
 func (d *Deployment) waitLeaseHandover(ctx context.Context, before map[string]string, timeout time.Duration) error {
 	if len(before) == 0 {
 		return nil // no leader election
@@ -228,7 +294,10 @@ func (d *Deployment) waitLeaseHandover(ctx context.Context, before map[string]st
 		func(obj runtime.Object) bool {
 			waiting = waiting[:0]
 			for _, le := range obj.(*coordinationv1.LeaseList).Items {
-				if old, ok := before[le.Name]; ok && le.Spec.HolderIdentity != nil && *le.Spec.HolderIdentity == old {
+				old, ok := before[le.Name]
+				// Released ("" or none) is not handed over: a controller that releases its lease
+				// on shutdown leaves it empty until the new pod takes it.
+				if ok && (le.Spec.HolderIdentity == nil || *le.Spec.HolderIdentity == "" || *le.Spec.HolderIdentity == old) {
 					waiting = append(waiting, le.Name)
 				}
 			}
