@@ -338,7 +338,8 @@ func settleAndAssemble(ctx context.Context, env *Env, rec *recorder.Recorder, ce
 	refillWait := time.Now()
 	refilled := rec.WaitFor(ctx, wl.RefillTimeout, func() bool {
 		r, n := rec.PoolReady(PoolName)
-		return r >= int64(wl.Pool) && n >= int64(wl.Pool)
+		created, taken := rec.Refill(t0)
+		return r >= int64(wl.Pool) && n >= int64(wl.Pool) && created >= taken
 	})
 	if cell.Phases != nil {
 		cell.Phases["refill_wait"] = time.Since(refillWait).Seconds()

@@ -662,3 +662,30 @@ func TestWaitFor(t *testing.T) {
 		t.Error("Changed() not signalled after an observation")
 	}
 }
+
+// Refill: a claim that took a sandbox seen before T0 is a slot to replace; only pool-created
+// sandboxes first seen at or after T0 replace it (the pool's status can still read "full" from
+// before the burst: seen on the lab's real node, where a delayed refill was then never waited for).
+func TestRefillCounts(t *testing.T) {
+	rec, s := start(t)
+	s.Sandboxes.Add(recordertest.Sandbox(ns, "m1", "SandboxWarmPool/p", "", at(0), false, 2))
+	s.Sandboxes.Add(recordertest.Sandbox(ns, "m2", "SandboxWarmPool/p", "", at(0), false, 3))
+	s.Sandboxes.Add(recordertest.Sandbox(ns, "before-marker", "SandboxClaim/x", "", at(0), false, 4))
+	waitSnap(t, rec, "members", hasSandbox("before-marker"))
+	time.Sleep(5 * time.Millisecond)
+	tBurst := time.Now()
+	time.Sleep(5 * time.Millisecond)
+	s.Claims.Add(recordertest.Claim(ns, "c1", "p", "m1", at(1), at(2), 5))
+	s.Claims.Add(recordertest.Claim(ns, "c2", "p", "m2", at(1), at(2), 6))
+	waitSnap(t, rec, "claims", func(sn recorder.Snapshot) bool { return sn.Claims["c2"].Sandbox == "m2" })
+	if created, taken := rec.Refill(tBurst); created != 0 || taken != 2 {
+		t.Fatalf("after the burst: created %d, taken %d; want 0, 2", created, taken)
+	}
+	s.Sandboxes.Add(recordertest.Sandbox(ns, "r1", "SandboxWarmPool/p", "", at(3), false, 7))
+	s.Sandboxes.Add(recordertest.Sandbox(ns, "cold1", "SandboxClaim/c9", "cold", at(3), false, 8))
+	s.Sandboxes.Add(recordertest.Sandbox(ns, "r2", "SandboxWarmPool/p", "", at(3), false, 9))
+	waitSnap(t, rec, "refill", hasSandbox("r2"))
+	if created, taken := rec.Refill(tBurst); created != 2 || taken != 2 {
+		t.Fatalf("after the refill: created %d, taken %d; want 2, 2 (a claim-created sandbox is no refill)", created, taken)
+	}
+}

@@ -417,6 +417,26 @@ func (r *Recorder) ReadyAmong(names []string) int {
 	return n
 }
 
+// Refill counts, around t0: the sandboxes the warm-pool controller created that were first seen
+// at or after t0, and the claims bound to a sandbox first seen before t0 (the warm slots a refill
+// must replace). A refill is complete only when created >= taken and the pool reports itself full
+// again: the pool's status alone can still read "full" from before the burst.
+func (r *Recorder) Refill(t0 time.Time) (created, taken int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.sandboxes {
+		if s.FromPool && !s.Observed.Before(t0) {
+			created++
+		}
+	}
+	for _, c := range r.claims {
+		if s := r.sandboxes[c.Sandbox]; c.Sandbox != "" && s != nil && s.Observed.Before(t0) {
+			taken++
+		}
+	}
+	return created, taken
+}
+
 // ClaimReady reports whether name has been seen Ready.
 func (r *Recorder) ClaimReady(name string) bool {
 	r.mu.Lock()
