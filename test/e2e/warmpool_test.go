@@ -128,13 +128,14 @@ func TestWarmpoolBurstRefillCap(t *testing.T) {
 		if c.Name != "none" && (c.Stats.BrakeEngaged == nil || !*c.Stats.BrakeEngaged) {
 			t.Errorf("%s: brake not engaged: %s", c.Name, c.Stats.BrakeEvidence)
 		}
-		// The lab's controller log is read in every cell: the passes refill the 60 adopted.
+		// The lab's controller log is read in every cell: the passes refill every warm slot taken
+		// (all 60 when every claim is served warm; a claim served cold takes no pool slot).
 		total := 0
 		for _, n := range c.Stats.CreatePasses {
 			total += n
 		}
-		if total < 60 {
-			t.Errorf("%s: create passes %v after the burst add up to %d, want the 60 refilled", c.Name, c.Stats.CreatePasses, total)
+		if total < c.Stats.Warm || c.Stats.Warm == 0 {
+			t.Errorf("%s: create passes %v after the burst add up to %d, want the %d warm slots refilled", c.Name, c.Stats.CreatePasses, total, c.Stats.Warm)
 		}
 	}
 	if largest := metric(t, r, "max-batch-size", "controller.create_pass_max"); largest > 5 {
