@@ -12,9 +12,10 @@ build:
 	$(GO) build -o bin/brakebench ./cmd/brakebench
 
 # Build every lab component into the versioned cache, with the optional ones the end-to-end tests
-# use (~35 min cold on 2 cores, of which KEDA ~12; seconds when cached).
+# use: Kueue, LWS, KEDA and the real node's kubelet, containerd and CNI plugins (~40 min cold on 2
+# cores, of which KEDA ~12; seconds when cached).
 lab:
-	$(GO) run ./cmd/brakebench lab build --with kueue,lws,keda
+	$(GO) run ./cmd/brakebench lab build --with kueue,lws,keda,kubelet,containerd,cni-plugins,pause
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt: $$unformatted"; exit 1; fi
