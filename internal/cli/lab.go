@@ -28,20 +28,26 @@ func (a *app) newLab(cfg *config.Resolved) (*lab.Lab, error) {
 	return lab.New(cfg.Lab, v, progress.New(a.stderr))
 }
 
+// loadLab resolves the configuration and returns a handle on its lab (nothing is started).
+func (a *app) loadLab() (*config.Resolved, *lab.Lab, error) {
+	cfg, err := a.g.load("")
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := a.newLab(cfg)
+	return cfg, l, err
+}
+
 func (a *app) labCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "lab", Short: "Build and run the embedded lab cluster (real control plane, kwok nodes, agent-sandbox)"}
 	var with []string
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build every lab component from the Go module proxy into the versioned cache",
-		Long:  "Builds kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, etcd, kwok, kwokctl and\nagent-sandbox-controller at the versions pinned in configs/versions.yaml. A cold build takes about\n20 minutes on 2 cores (Kubernetes ~13 of them); a cached one takes seconds. --with adds the optional\ncomponents the gang-quota (kueue, lws) and pool-autoscaling (keda) suites need.",
+		Long:  "Builds kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, etcd, kwok, kwokctl and\nagent-sandbox-controller at the versions pinned in configs/versions.yaml. A cold build takes about\n20 minutes on 2 cores (Kubernetes ~13 of them); a cached one takes seconds. --with adds the optional\ncomponents the gang-quota (kueue, lws) and pool-autoscaling (keda) suites and the real node\n(kubelet, containerd, cni-plugins, pause) need.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.g.load("")
-			if err != nil {
-				return err
-			}
-			l, err := a.newLab(cfg)
+			_, l, err := a.loadLab()
 			if err != nil {
 				return err
 			}
@@ -76,11 +82,7 @@ func (a *app) labCmd() *cobra.Command {
 		Short: "Bring the lab up (builds first if needed); running it twice is safe",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.g.load("")
-			if err != nil {
-				return err
-			}
-			l, err := a.newLab(cfg)
+			cfg, l, err := a.loadLab()
 			if err != nil {
 				return err
 			}
@@ -98,11 +100,7 @@ func (a *app) labCmd() *cobra.Command {
 		Short: "Stop every lab process and remove the lab's state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.g.load("")
-			if err != nil {
-				return err
-			}
-			l, err := a.newLab(cfg)
+			cfg, l, err := a.loadLab()
 			if err != nil {
 				return err
 			}
@@ -119,11 +117,7 @@ func (a *app) labCmd() *cobra.Command {
 		Short: "Show the lab's components, versions, ports and kubeconfig",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.g.load("")
-			if err != nil {
-				return err
-			}
-			l, err := a.newLab(cfg)
+			cfg, l, err := a.loadLab()
 			if err != nil {
 				return err
 			}
@@ -172,11 +166,7 @@ func (a *app) labCmd() *cobra.Command {
 			if err := images.CheckStatic(args[0]); err != nil {
 				return badInput(err)
 			}
-			cfg, err := a.g.load("")
-			if err != nil {
-				return err
-			}
-			l, err := a.newLab(cfg)
+			cfg, l, err := a.loadLab()
 			if err != nil {
 				return err
 			}
@@ -192,7 +182,7 @@ func (a *app) labCmd() *cobra.Command {
 				return err
 			}
 			path := "/" + filepath.Base(bin)
-			if err := s.RealNode.ImportImage(cmd.Context(), images.Spec{Ref: ref, Files: map[string]string{path: bin}, Entrypoint: []string{path}}); err != nil {
+			if err := l.ImportImage(cmd.Context(), s, images.Spec{Ref: ref, Files: map[string]string{path: bin}, Entrypoint: []string{path}}); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "imported %s (entrypoint %s) into the real node of lab %q\n", ref, path, cfg.Lab.Name)

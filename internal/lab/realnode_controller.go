@@ -207,3 +207,15 @@ func (l *Lab) undeployController(ctx context.Context, s *State) error {
 	_, err = l.StartController(ctx, s, l.versions.AgentSandbox, nil)
 	return err
 }
+
+// ImportImage imports spec into the lab's real node and records it in the lab's state (lab
+// status lists it).
+func (l *Lab) ImportImage(ctx context.Context, s *State, spec images.Spec) error {
+	if s.RealNode == nil {
+		return fmt.Errorf("lab %q has no real node: bring it up with --set lab.realNode=true", s.Name)
+	}
+	if err := s.RealNode.ImportImage(ctx, spec); err != nil {
+		return err
+	}
+	return l.save(s)
+}
