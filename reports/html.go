@@ -242,7 +242,8 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%.1f s", *p)
 	},
-	"num": FormatNum,
+	"num":        FormatNum,
+	"labOverRun": LabOverRunText,
 	"engaged": func(b *bool) string {
 		switch {
 		case b == nil:

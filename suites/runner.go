@@ -3,6 +3,7 @@ package suites
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/teardown"
@@ -69,7 +71,12 @@ func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, d
 			continue
 		}
 		env.Progress.Printf("==> cell %d/%d: %s (%s)", i+1, len(plan.Cells), pc.ID, describe(pc))
+		health, hk := betweenCells(ctx, env)
+		if hk != nil && hk.Error != "" {
+			env.Progress.Printf("    lab housekeeping failed (the cell runs on the lab as it is): %s", hk.Error)
+		}
 		cell := runScoped(ctx, env, pc, i, run)
+		cell.Lab, cell.Housekeeping = health, hk
 		res.Cells = append(res.Cells, cell)
 		res.CellOrder = append(res.CellOrder, pc.ID)
 		if cell.Error != "" {
@@ -83,6 +90,32 @@ func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, d
 			env.Progress.Printf("    teardown: %s", cell.TeardownError)
 		}
 	}
+}
+
+// betweenCells tidies the lab before a cell when lab.housekeeping asks for it, then records the
+// lab's health (what grows over its lifetime) for the drift analysis. A cluster brakebench did
+// not create is neither read nor touched.
+func betweenCells(ctx context.Context, env *Env) (*results.LabHealth, *results.Housekeeping) {
+	hk, ok := env.Cluster.(provider.Housekeeper)
+	if !ok || env.Config == nil {
+		return nil, nil
+	}
+	var done *results.Housekeeping
+	if env.Config.Lab.Housekeeping == "etcd-defrag" {
+		h, err := hk.Housekeep(ctx)
+		if err != nil {
+			h.Error = err.Error()
+		}
+		done = &h
+	}
+	health, err := hk.Health(ctx)
+	if err != nil {
+		health.Error = err.Error()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	health.HarnessGoroutines, health.HarnessHeapBytes = runtime.NumGoroutine(), ms.HeapAlloc
+	return &health, done
 }
 
 // runScoped opens a cell's scope, runs the experiment and tears the scope down. The namespace's

@@ -14,8 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/progress"
+	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 	"github.com/brakebench/brakebench/internal/sut/kueuelws"
@@ -83,5 +85,87 @@ func TestRunCells(t *testing.T) {
 	}
 	if env.Reverts.Len() != 1 {
 		t.Errorf("run stack holds %d entries, want the cell's (already run, now empty)", env.Reverts.Len())
+	}
+}
+
+// housekeptLab is a cluster brakebench owns: it counts housekeeping and reports growing health.
+type housekeptLab struct {
+	provider.Cluster
+	log      []string
+	revision int64
+}
+
+func (h *housekeptLab) Health(context.Context) (results.LabHealth, error) {
+	h.log = append(h.log, "health")
+	h.revision += 100
+	return results.LabHealth{EtcdRevision: h.revision}, nil
+}
+
+func (h *housekeptLab) Housekeep(context.Context) (results.Housekeeping, error) {
+	h.log = append(h.log, "housekeep")
+	if len(h.log) > 3 { // the second cell's
+		return results.Housekeeping{}, errors.New("etcd down")
+	}
+	return results.Housekeeping{DBBytesBefore: 10, DBBytesAfter: 5}, nil
+}
+
+// Every cell of a lab run records the lab's health when it starts; with lab.housekeeping the lab
+// is tidied before every cell (a failure is recorded, and the cell still runs); without, never.
+// A cluster brakebench did not create is neither read nor touched.
+func TestRunCellsLabHealthAndHousekeeping(t *testing.T) {
+	for _, tc := range []struct {
+		name, housekeeping string
+		notLab             bool
+		wantLog            string
+	}{
+		{name: "etcd-defrag", housekeeping: "etcd-defrag", wantLog: "housekeep,health,cell,housekeep,health,cell"},
+		{name: "none", housekeeping: "none", wantLog: "health,cell,health,cell"},
+		{name: "not a lab", housekeeping: "etcd-defrag", notLab: true, wantLog: "cell,cell"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := runnerEnv(t)
+			cfg := &config.Resolved{Config: config.Default()}
+			cfg.Lab.Housekeeping = tc.housekeeping
+			env.Config = cfg
+			lab := &housekeptLab{}
+			env.Cluster = lab
+			if tc.notLab {
+				env.Cluster = struct{ provider.Cluster }{}
+			}
+			plan := &Plan{Cells: []PlannedCell{{ID: "a#1", Name: "a", Rep: 1}, {ID: "a#2", Name: "a", Rep: 2}}}
+			res := &results.Results{}
+			runCells(context.Background(), env, plan, res, func(PlannedCell) string { return "" },
+				func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
+					lab.log = append(lab.log, "cell") // health comes before the cell, never during it
+					return results.Cell{}
+				}, nil)
+			got := strings.Join(lab.log, ",")
+			if got != tc.wantLog {
+				t.Errorf("calls %q, want %q", got, tc.wantLog)
+			}
+			if tc.notLab {
+				for _, c := range res.Cells {
+					if c.Lab != nil || c.Housekeeping != nil {
+						t.Errorf("cell %s of a cluster brakebench did not create: lab %+v, housekeeping %+v", c.ID, c.Lab, c.Housekeeping)
+					}
+				}
+				return
+			}
+			if len(res.Cells) != 2 || res.Cells[0].Lab == nil || res.Cells[1].Lab.EtcdRevision != 200 || res.Cells[1].Lab.HarnessGoroutines <= 0 {
+				t.Fatalf("cells %+v", res.Cells)
+			}
+			if tc.housekeeping == "none" {
+				if res.Cells[0].Housekeeping != nil {
+					t.Errorf("housekeeping recorded without lab.housekeeping: %+v", res.Cells[0].Housekeeping)
+				}
+				return
+			}
+			if h := res.Cells[0].Housekeeping; h == nil || h.DBBytesAfter != 5 || h.Error != "" {
+				t.Errorf("first cell's housekeeping %+v", h)
+			}
+			if h := res.Cells[1].Housekeeping; h == nil || h.Error != "etcd down" || res.Cells[1].Error != "" {
+				t.Errorf("second cell: housekeeping %+v, error %q (a failed housekeeping is recorded, the cell runs)", h, res.Cells[1].Error)
+			}
+		})
 	}
 }

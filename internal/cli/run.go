@@ -368,6 +368,9 @@ func (a *app) finish(res *results.Results, gs []gates.Gate, gf *gateFlags, dir s
 	if res.Drift == nil {
 		res.Drift = analysis.Drift(res.Cells)
 	}
+	if res.LabOverRun == nil {
+		res.LabOverRun = analysis.LabOverRun(res.Cells)
+	}
 	if b := gf.base; b != nil {
 		if c, err := reports.NewComparison([]string{gf.baseline, "this run"}, []*results.Results{b, res}); err == nil {
 			for _, w := range c.Warnings {

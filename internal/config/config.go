@@ -148,6 +148,10 @@ type Lab struct {
 	// ControllerImages are further agent-sandbox versions whose controller images the real node
 	// gets (deployment mode; the pinned version always), e.g. for --preset upgrade.
 	ControllerImages []string `mapstructure:"controllerImages"`
+	// Housekeeping is what is done to the lab before each cell: "etcd-defrag" compacts its etcd
+	// to the current revision and defragments it (each cell then starts from a database of the
+	// same shape), "none" leaves the lab alone. Cells record the lab's health either way.
+	Housekeeping string `mapstructure:"housekeeping"`
 }
 
 // Nodes are the simulated (kwok) nodes.
@@ -255,7 +259,7 @@ func Default() Config {
 			APIServerArgs:  []string{},
 			HPASyncPeriod:  15 * time.Second,
 			UpTimeout:      3 * time.Minute,
-			ControllerMode: "process", ControllerImages: []string{},
+			ControllerMode: "process", ControllerImages: []string{}, Housekeeping: "none",
 		},
 		Controller: Controller{Args: []string{}, Versions: []string{}, Namespace: "agent-sandbox-system", Deployment: "agent-sandbox-controller"},
 		Workload: Workload{

@@ -121,6 +121,7 @@ func TestErrors(t *testing.T) {
 		{"in-cluster runner as the admin", Loader{Sets: []string{"loadgen.runner=in-cluster", "loadgen.runnerImage=x"}}, `--set: key "loadgen.runner": expected local unless loadgen.identity is serviceaccount`},
 		{"in-cluster runner on a lab without a real node", Loader{Sets: []string{"loadgen.runner=in-cluster", "loadgen.runnerImage=x", "loadgen.identity=serviceaccount"}}, `key "loadgen.runner": expected local unless lab.realNode is true`},
 		{"in-cluster runner for gang-quota", Loader{Suite: "gang-quota", Sets: []string{"loadgen.runner=in-cluster", "loadgen.runnerImage=x", "loadgen.identity=serviceaccount", "lab.realNode=true"}}, `key "loadgen.runner": expected local for suite gang-quota`},
+		{"unknown lab housekeeping", Loader{Sets: []string{"lab.housekeeping=vacuum"}}, `--set: key "lab.housekeeping": expected none or etcd-defrag, got vacuum`},
 		{"deployment mode without a real node", Loader{Sets: []string{"lab.controllerMode=deployment"}}, `--set: key "lab.controllerMode": expected process unless lab.realNode is true (the Deployment's pod runs on the real node), got deployment`},
 		{"bad controller image version", Loader{Sets: []string{"lab.realNode=true", "lab.controllerImages=latest"}}, `--set: key "lab.controllerImages": expected versions like v0.5.3, got "latest"`},
 		{"bad provider", Loader{Flags: map[string]string{"cluster.provider": "eks"}}, `flag: key "cluster.provider": expected one of lab, kind, kubeconfig, got eks`},

@@ -84,6 +84,7 @@ func (r *Resolved) validate() error {
 		{outside(c.Lab.PodBootJitter, 0, maxDuration), "lab.podBootJitter", "a duration from 0s to 24h", c.Lab.PodBootJitter},
 		{outside(c.Lab.UpTimeout, 1, maxDuration), "lab.upTimeout", "a positive duration up to 24h", c.Lab.UpTimeout},
 		{outside(c.Lab.HPASyncPeriod, time.Second, maxDuration), "lab.hpaSyncPeriod", "a duration from 1s to 24h", c.Lab.HPASyncPeriod},
+		{!oneOf(c.Lab.Housekeeping, "none", "etcd-defrag"), "lab.housekeeping", "none or etcd-defrag", c.Lab.Housekeeping},
 		{!oneOf(c.Lab.ControllerMode, "process", "deployment"), "lab.controllerMode", "process or deployment", c.Lab.ControllerMode},
 		{c.Lab.ControllerMode == "deployment" && !c.Lab.RealNode, "lab.controllerMode", "process unless lab.realNode is true (the Deployment's pod runs on the real node)", c.Lab.ControllerMode},
 		{c.Controller.Version != "" && !versionRe.MatchString(c.Controller.Version), "controller.version", "a version like v0.5.5", c.Controller.Version},

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/brakebench/brakebench/internal/config"
+	"github.com/brakebench/brakebench/internal/results"
 )
 
 // Info describes a connected cluster for results and reports.
@@ -54,6 +55,14 @@ type Cluster interface {
 	Controller() Controller
 	MetricsTargets() []MetricsTarget
 	Close(ctx context.Context) error
+}
+
+// Housekeeper is a cluster brakebench owns outright (the lab): its own health can be read
+// between cells, and it can be tidied (Housekeep) so every cell starts from the same shape. A
+// cluster brakebench did not create never implements it.
+type Housekeeper interface {
+	Health(ctx context.Context) (results.LabHealth, error)
+	Housekeep(ctx context.Context) (results.Housekeeping, error)
 }
 
 // Provider creates or connects to a cluster.

@@ -44,6 +44,22 @@ type Results struct {
 	Errors      []string                     `json:"errors,omitempty"`
 	// Drift is how the cluster itself changed during the run (nil when too few repetitions).
 	Drift *Drift `json:"drift,omitempty"`
+	// LabOverRun is how the lab's own state moved from the first cell to the last (lab runs).
+	LabOverRun *LabOverRun `json:"labOverRun,omitempty"`
+}
+
+// LabOverRun compares the lab's health when the first and the last cell started, and sums up
+// the housekeeping between cells: where a drift's cause may lie.
+type LabOverRun struct {
+	Cells   int     `json:"cells"`
+	Minutes float64 `json:"minutes"`
+	// Housekeeping is lab.housekeeping as the cells recorded it ("none" when no cell had any).
+	Housekeeping string `json:"housekeeping"`
+	// HousekeepingSeconds and FreedBytes are medians over the cells that had housekeeping.
+	HousekeepingSeconds float64   `json:"housekeepingSeconds,omitempty"`
+	FreedBytes          float64   `json:"freedBytes,omitempty"`
+	First               LabHealth `json:"first"`
+	Last                LabHealth `json:"last"`
 }
 
 // Drift is the trend of a run's repetitions against the time they ran: each repetition's median
@@ -125,6 +141,40 @@ type Cell struct {
 	Gang *Gang `json:"gang,omitempty"`
 	// Autoscale is the pool-autoscaling suite's record of the cell (nil for other suites).
 	Autoscale *Autoscale `json:"autoscale,omitempty"`
+	// Lab is the lab's own state when the cell started (lab clusters only): what grows over a
+	// lab's lifetime, recorded so a drift can be traced to its cause.
+	Lab *LabHealth `json:"lab,omitempty"`
+	// Housekeeping is what was done to the lab just before the cell (lab.housekeeping).
+	Housekeeping *Housekeeping `json:"housekeeping,omitempty"`
+}
+
+// LabHealth is read without touching the cluster's objects: etcd's revision and database size
+// (its maintenance status), each lab process's resident memory and CPU time, and the harness's
+// own goroutines and heap (a leak in brakebench would be drift too, but not the lab's).
+type LabHealth struct {
+	EtcdRevision      int64                    `json:"etcdRevision"`
+	EtcdDBBytes       int64                    `json:"etcdDBBytes"`
+	EtcdDBInUseBytes  int64                    `json:"etcdDBInUseBytes"`
+	Processes         map[string]ProcessHealth `json:"processes"`
+	HarnessGoroutines int                      `json:"harnessGoroutines"`
+	HarnessHeapBytes  uint64                   `json:"harnessHeapBytes"`
+	Error             string                   `json:"error,omitempty"`
+}
+
+// ProcessHealth is one process's resident memory and CPU seconds (user+system) so far.
+type ProcessHealth struct {
+	RSSBytes   int64   `json:"rssBytes"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+}
+
+// Housekeeping is what was done to the lab between two cells: etcd compacted to its current
+// revision and defragmented.
+type Housekeeping struct {
+	Seconds       float64 `json:"seconds"`
+	Revision      int64   `json:"revision"`
+	DBBytesBefore int64   `json:"dbBytesBefore"`
+	DBBytesAfter  int64   `json:"dbBytesAfter"`
+	Error         string  `json:"error,omitempty"`
 }
 
 // Autoscale is one arm of the pool-autoscaling experiment: a demand profile of claims against a

@@ -11,14 +11,29 @@ import (
 
 // TestAAOnTheLab runs identical cells (none listed twice) three times each: the latency deltas
 // between them read "~" with the reason (3 vs 3 repetitions cannot reach p < 0.05), the report
-// prints the A/A noise floor, and the run's drift is measured.
+// prints the A/A noise floor, and the run's drift is measured. With lab.housekeeping the lab's
+// etcd is compacted and defragmented before every cell, and every cell records the lab's health.
 func TestAAOnTheLab(t *testing.T) {
 	out := t.TempDir()
 	if _, err := runCLI(t, "run", "warmpool-burst", "--out", out, "--set", "workload.pool=10", "--set", "workload.claims=10",
-		"--set", "matrix.brakes=none,none", "--set", "matrix.repetitions=3"); err != nil {
+		"--set", "matrix.brakes=none,none", "--set", "matrix.repetitions=3", "--set", "lab.housekeeping=etcd-defrag"); err != nil {
 		t.Fatal(err)
 	}
 	r, dir := readRun(t, out, "warmpool-burst")
+	for _, c := range r.Cells {
+		h, hk := c.Lab, c.Housekeeping
+		if h == nil || h.Error != "" || h.EtcdDBBytes <= 0 || h.EtcdRevision <= 0 || h.Processes["kube-apiserver"].RSSBytes <= 0 || h.Processes["etcd"].CPUSeconds <= 0 {
+			t.Errorf("cell %s: lab health %+v", c.ID, h)
+		}
+		if hk == nil || hk.Error != "" || hk.DBBytesAfter <= 0 || hk.Revision <= 0 {
+			t.Errorf("cell %s: housekeeping %+v", c.ID, hk)
+		}
+	}
+	if l := r.LabOverRun; l == nil || l.Cells != 6 || l.Housekeeping != "etcd-defrag" || l.Last.EtcdRevision <= l.First.EtcdRevision {
+		t.Errorf("lab over the run: %+v", l)
+	} else {
+		t.Logf("lab over the A/A run: etcd db %d -> %d bytes, housekeeping median %.2f s", l.First.EtcdDBBytes, l.Last.EtcdDBBytes, l.HousekeepingSeconds)
+	}
 	for _, key := range []string{"claim.p50_ms", "claim.p99_ms"} {
 		m, ok := r.Find("none_2", key)
 		if !ok || m.Delta == nil {
@@ -38,7 +53,7 @@ func TestAAOnTheLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"A/A noise floor: none_2 vs none", "Drift of the cluster during the run"} {
+	for _, want := range []string{"A/A noise floor: none_2 vs none", "Drift of the cluster during the run", `id="lab-over-run"`} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("report lacks %q", want)
 		}

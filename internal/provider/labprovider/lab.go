@@ -14,6 +14,7 @@ import (
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/lab"
 	"github.com/brakebench/brakebench/internal/provider"
+	"github.com/brakebench/brakebench/internal/results"
 )
 
 // Provider is the lab provider.
@@ -106,6 +107,16 @@ func (c *Cluster) RestartComponent(ctx context.Context, name string, args []stri
 
 // Controller implements provider.Cluster.
 func (c *Cluster) Controller() provider.Controller { return &controller{c: c} }
+
+// Health implements provider.Housekeeper.
+func (c *Cluster) Health(ctx context.Context) (results.LabHealth, error) { return c.lab.Health(ctx) }
+
+var _ provider.Housekeeper = (*Cluster)(nil)
+
+// Housekeep implements provider.Housekeeper: the lab's etcd compacted and defragmented.
+func (c *Cluster) Housekeep(ctx context.Context) (results.Housekeeping, error) {
+	return c.lab.Housekeep(ctx)
+}
 
 // MetricsTargets implements provider.Cluster.
 func (c *Cluster) MetricsTargets() []provider.MetricsTarget {

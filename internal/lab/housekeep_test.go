@@ -1,0 +1,137 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeEtcdGateway answers the three gateway calls housekeeping makes, the way etcd's gRPC
+// gateway does (int64 as strings, errors as {"error","code","message"}).
+type fakeEtcdGateway struct {
+	mu         sync.Mutex
+	calls      []string
+	compacted  string // revision the compaction request named
+	dbSize     int
+	compactErr string
+	defragErr  string
+}
+
+func (f *fakeEtcdGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, r.URL.Path)
+	var body map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	fail := func(msg string) {
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": msg, "code": 11, "message": msg})
+	}
+	switch r.URL.Path {
+	case "/v3/maintenance/status":
+		_ = json.NewEncoder(w).Encode(map[string]any{"header": map[string]any{"revision": "4321", "raft_term": "2"},
+			"version": "3.7.0", "dbSize": itoa(f.dbSize), "dbSizeInUse": "1000"})
+	case "/v3/kv/compaction":
+		if f.compactErr != "" {
+			fail(f.compactErr)
+			return
+		}
+		f.compacted, _ = body["revision"].(string)
+		if body["physical"] != true {
+			fail("not physical")
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"header": map[string]any{"revision": "4321"}})
+	case "/v3/maintenance/defragment":
+		if f.defragErr != "" {
+			fail(f.defragErr)
+			return
+		}
+		f.dbSize = 2000
+		_ = json.NewEncoder(w).Encode(map[string]any{"header": map[string]any{}})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestHousekeepEtcd(t *testing.T) {
+	for _, tc := range []struct {
+		name, compactErr, defragErr, wantErr string
+		wantCalls                            string
+	}{
+		{name: "compacts to the current revision and defragments", wantCalls: "status,compaction,defragment,status"},
+		// The API server compacts on its own schedule: a revision already compacted is fine.
+		{name: "already compacted", compactErr: "etcdserver: mvcc: required revision has been compacted", wantCalls: "status,compaction,defragment,status"},
+		{name: "compaction fails", compactErr: "etcdserver: permission denied", wantErr: "etcd compaction to revision 4321", wantCalls: "status,compaction"},
+		{name: "defragment fails", defragErr: "etcdserver: too many requests", wantErr: "etcd defragment: /v3/maintenance/defragment: HTTP 400: etcdserver: too many requests", wantCalls: "status,compaction,defragment"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeEtcdGateway{dbSize: 9000, compactErr: tc.compactErr, defragErr: tc.defragErr}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			hk, err := housekeepEtcd(context.Background(), srv.URL)
+			var calls []string
+			for _, c := range f.calls {
+				calls = append(calls, c[strings.LastIndex(c, "/")+1:])
+			}
+			if got := strings.Join(calls, ","); got != tc.wantCalls {
+				t.Errorf("calls %s, want %s", got, tc.wantCalls)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hk.Revision != 4321 || hk.DBBytesBefore != 9000 || hk.DBBytesAfter != 2000 || hk.Seconds <= 0 {
+				t.Errorf("housekeeping %+v", hk)
+			}
+			if tc.compactErr == "" && f.compacted != "4321" {
+				t.Errorf("compacted to %q, want the current revision 4321", f.compacted)
+			}
+		})
+	}
+}
+
+func TestEtcdStatusNeedsRevisionAndSize(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"header":{},"version":"3.7.0"}`))
+	}))
+	defer srv.Close()
+	if _, err := etcdStatusOf(context.Background(), srv.URL); err == nil || !strings.Contains(err.Error(), "without revision or database size") {
+		t.Fatalf("error %v", err)
+	}
+	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("<html>")) }))
+	defer srv2.Close()
+	if _, err := etcdStatusOf(context.Background(), srv2.URL); err == nil || !strings.Contains(err.Error(), "not JSON") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestProcessHealthOfThisProcess(t *testing.T) {
+	buf := make([]byte, 32<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	p, err := processHealth(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.RSSBytes < int64(len(buf)) || p.CPUSeconds < 0 {
+		t.Errorf("this process: %+v (it holds %d bytes)", p, len(buf))
+	}
+	_ = buf[len(buf)-1]
+	if _, err := processHealth(1 << 30); err == nil {
+		t.Error("a pid that does not exist read as healthy")
+	}
+}

@@ -1,0 +1,52 @@
+package reports
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/brakebench/brakebench/internal/results"
+)
+
+// How the lab moved over the run reaches both the text table and the HTML report, with every
+// figure it was given; a run without the lab's health says nothing about it.
+func TestLabOverRunInReports(t *testing.T) {
+	const mb = 1 << 20
+	l := &results.LabOverRun{Cells: 40, Minutes: 41.2, Housekeeping: "etcd-defrag", HousekeepingSeconds: 0.4, FreedBytes: 210 * mb,
+		First: results.LabHealth{EtcdRevision: 1000, EtcdDBBytes: 12 * mb, EtcdDBInUseBytes: 10 * mb, HarnessGoroutines: 40, HarnessHeapBytes: 30 * mb,
+			Processes: map[string]results.ProcessHealth{"kube-apiserver": {RSSBytes: 600 * mb}, "etcd": {RSSBytes: 80 * mb}, "gone": {RSSBytes: mb}}},
+		Last: results.LabHealth{EtcdRevision: 901000, EtcdDBBytes: 15 * mb, EtcdDBInUseBytes: 11 * mb, HarnessGoroutines: 42, HarnessHeapBytes: 60 * mb,
+			Processes: map[string]results.ProcessHealth{"kube-apiserver": {RSSBytes: 1400 * mb}, "etcd": {RSSBytes: 90 * mb}}},
+	}
+	want := []string{"lab over the run (40 cells, 41.2 min)", "etcd db 12 -> 15 MB (in use 10 -> 11 MB, 900000 revisions)",
+		"RSS MB: etcd 80 -> 90, kube-apiserver 600 -> 1400", "brakebench goroutines 40 -> 42, heap 30 -> 60 MB",
+		"housekeeping before each cell: etcd-defrag (median 0.4 s, 210 MB freed)"}
+	got := LabOverRunText(l)
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("%q lacks %q", got, w)
+		}
+	}
+	if strings.Contains(got, "gone") {
+		t.Errorf("%q names a process the last cell did not have", got)
+	}
+	if LabOverRunText(nil) != "" {
+		t.Error("text for a run without the lab's health")
+	}
+	r := fixture(t)
+	r.LabOverRun = l
+	var buf bytes.Buffer
+	Table(&buf, r)
+	if !strings.Contains(buf.String(), want[0]) {
+		t.Errorf("table lacks the lab line:\n%s", buf.String())
+	}
+	html, _, err := WriteAll(t.TempDir(), r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(html)
+	if !strings.Contains(string(page), `id="lab-over-run"`) || !strings.Contains(string(page), "kube-apiserver 600 -&gt; 1400") {
+		t.Error("report.html lacks the lab over the run")
+	}
+}
