@@ -15,7 +15,13 @@ func LabOverRunText(l *results.LabOverRun) string {
 	if l == nil {
 		return ""
 	}
-	mb := func(b float64) string { return fmt.Sprintf("%.0f", b/(1<<20)) }
+	mb := func(b float64) string {
+		m := b / (1 << 20)
+		if m < 10 {
+			return fmt.Sprintf("%.1f", m) // a defragmented etcd holds well under 1 MB
+		}
+		return fmt.Sprintf("%.0f", m)
+	}
 	f, z := l.First, l.Last
 	parts := []string{fmt.Sprintf("etcd db %s -> %s MB (in use %s -> %s MB, %d revisions)",
 		mb(float64(f.EtcdDBBytes)), mb(float64(z.EtcdDBBytes)), mb(float64(f.EtcdDBInUseBytes)), mb(float64(z.EtcdDBInUseBytes)), z.EtcdRevision-f.EtcdRevision)}

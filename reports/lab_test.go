@@ -16,10 +16,11 @@ func TestLabOverRunInReports(t *testing.T) {
 	l := &results.LabOverRun{Cells: 40, Minutes: 41.2, Housekeeping: "etcd-defrag", HousekeepingSeconds: 0.4, FreedBytes: 210 * mb,
 		First: results.LabHealth{EtcdRevision: 1000, EtcdDBBytes: 12 * mb, EtcdDBInUseBytes: 10 * mb, HarnessGoroutines: 40, HarnessHeapBytes: 30 * mb,
 			Processes: map[string]results.ProcessHealth{"kube-apiserver": {RSSBytes: 600 * mb}, "etcd": {RSSBytes: 80 * mb}, "gone": {RSSBytes: mb}}},
-		Last: results.LabHealth{EtcdRevision: 901000, EtcdDBBytes: 15 * mb, EtcdDBInUseBytes: 11 * mb, HarnessGoroutines: 42, HarnessHeapBytes: 60 * mb,
+		Last: results.LabHealth{EtcdRevision: 901000, EtcdDBBytes: 15 * mb, EtcdDBInUseBytes: mb / 2, HarnessGoroutines: 42, HarnessHeapBytes: 60 * mb,
+			// after a defragmentation: small figures keep a decimal instead of reading "0 MB"
 			Processes: map[string]results.ProcessHealth{"kube-apiserver": {RSSBytes: 1400 * mb}, "etcd": {RSSBytes: 90 * mb}}},
 	}
-	want := []string{"lab over the run (40 cells, 41.2 min)", "etcd db 12 -> 15 MB (in use 10 -> 11 MB, 900000 revisions)",
+	want := []string{"lab over the run (40 cells, 41.2 min)", "etcd db 12 -> 15 MB (in use 10 -> 0.5 MB, 900000 revisions)",
 		"RSS MB: etcd 80 -> 90, kube-apiserver 600 -> 1400", "brakebench goroutines 40 -> 42, heap 30 -> 60 MB",
 		"housekeeping before each cell: etcd-defrag (median 0.4 s, 210 MB freed)"}
 	got := LabOverRunText(l)
