@@ -19,6 +19,12 @@ import (
 // Health reads the lab's etcd status and its processes' memory and CPU.
 func (l *Lab) Health(ctx context.Context) (results.LabHealth, error) {
 	h := results.LabHealth{Processes: map[string]results.ProcessHealth{}}
+	// The processes first: an etcd that does not answer is no reason to lose them.
+	for name, pid := range l.pids() {
+		if p, err := processHealth(pid); err == nil {
+			h.Processes[name] = p
+		}
+	}
 	etcd, err := l.etcdURL()
 	if err != nil {
 		return h, err
@@ -28,11 +34,6 @@ func (l *Lab) Health(ctx context.Context) (results.LabHealth, error) {
 		return h, err
 	}
 	h.EtcdRevision, h.EtcdDBBytes, h.EtcdDBInUseBytes = st.revision, st.dbSize, st.dbSizeInUse
-	for name, pid := range l.pids() {
-		if p, err := processHealth(pid); err == nil {
-			h.Processes[name] = p
-		}
-	}
 	return h, nil
 }
 
@@ -177,16 +178,10 @@ func (l *Lab) pids() map[string]int {
 const clockTicks = 100
 
 func processHealth(pid int) (results.ProcessHealth, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := procStat(pid)
 	if err != nil {
 		return results.ProcessHealth{}, err
 	}
-	// Fields after the command name (which may hold spaces) start after the last ')'.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return results.ProcessHealth{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(string(stat[i+1:]))
 	if len(f) < 22 {
 		return results.ProcessHealth{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
 	}

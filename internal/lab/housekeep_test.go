@@ -6,9 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/brakebench/brakebench/internal/results"
 )
 
 // fakeEtcdGateway answers the three gateway calls housekeeping makes, the way etcd's gRPC
@@ -133,5 +138,47 @@ func TestProcessHealthOfThisProcess(t *testing.T) {
 	_ = buf[len(buf)-1]
 	if _, err := processHealth(1 << 30); err == nil {
 		t.Error("a pid that does not exist read as healthy")
+	}
+}
+
+// A command name may hold spaces and parentheses: procStat's fields still start at the state,
+// so the zombie check and the CPU/RSS fields read the right columns.
+func TestProcStatWithAnAwkwardCommandName(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	raw, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "a) b c")
+	if err := os.WriteFile(bin, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	f, err := procStat(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f) < 22 || len(f[0]) != 1 || !strings.Contains("RSDTtWXZIP", f[0]) {
+		t.Fatalf("fields %q: the first is not a process state", f)
+	}
+	// Right after fork the child may not have exec'd yet (no resident pages): give it a moment.
+	var p results.ProcessHealth
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if p, err = processHealth(cmd.Process.Pid); err != nil || p.RSSBytes > 0 {
+			break
+		}
+	}
+	if err != nil || p.RSSBytes <= 0 {
+		t.Errorf("process health %+v, %v", p, err)
+	}
+	if !alive(cmd.Process.Pid, "") {
+		t.Error("a running process read as not alive")
 	}
 }

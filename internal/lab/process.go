@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -53,11 +54,9 @@ func alive(pid int, binary string) bool {
 	if err != nil {
 		return false
 	}
-	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		// a zombie is not alive
-		if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
-			return false
-		}
+	// a zombie is not alive
+	if f, err := procStat(pid); err == nil && len(f) > 0 && f[0] == "Z" {
+		return false
 	}
 	exe = strings.TrimSuffix(exe, " (deleted)")
 	if binary == "" {
@@ -102,6 +101,21 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// procStat is /proc/PID/stat's fields after the command name, from field 3 (state) on: the
+// command name sits in parentheses and may itself hold spaces and parentheses, so the fields
+// start after the last ')'.
+func procStat(pid int) ([]string, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	return strings.Fields(string(stat[i+1:])), nil
 }
 
 // readPID reads a pid file; a missing file is pid 0.
