@@ -102,6 +102,13 @@ func TestMain(m *testing.M) {
 		fmt.Println("lab down: no process and no state directory left, nothing of the real node (processes, mounts, cgroups, links, iptables rules, sysctls)")
 	}
 	_ = os.RemoveAll(stateDir)
+	// The brakebench binaries the tests built (~100 MB each) go too.
+	if cliPath != "" {
+		_ = os.RemoveAll(filepath.Dir(cliPath))
+	}
+	if staticPath != "" {
+		_ = os.Remove(staticPath)
+	}
 	os.Exit(code)
 }
 
