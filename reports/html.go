@@ -244,6 +244,7 @@ var funcs = template.FuncMap{
 	},
 	"num":        FormatNum,
 	"labOverRun": LabOverRunText,
+	"warmup":     WarmupText,
 	"engaged": func(b *bool) string {
 		switch {
 		case b == nil:

@@ -42,8 +42,39 @@ func LabOverRunText(l *results.LabOverRun) string {
 	parts = append(parts, fmt.Sprintf("brakebench goroutines %d -> %d, heap %s -> %s MB", f.HarnessGoroutines, z.HarnessGoroutines, mb(float64(f.HarnessHeapBytes)), mb(float64(z.HarnessHeapBytes))))
 	hk := "housekeeping: none"
 	if l.Housekeeping != "none" {
-		hk = fmt.Sprintf("housekeeping before each cell: %s (median %.1f s, %s MB freed)", l.Housekeeping, l.HousekeepingSeconds, mb(l.FreedBytes))
+		var what []string
+		if strings.Contains(l.Housekeeping, "etcd-defrag") {
+			what = append(what, mb(l.FreedBytes)+" MB freed")
+		}
+		if l.RestartSeconds > 0 {
+			what = append(what, fmt.Sprintf("API server back in %.1f s", l.RestartSeconds))
+		}
+		hk = fmt.Sprintf("housekeeping before each cell: %s (median %.1f s", l.Housekeeping, l.HousekeepingSeconds)
+		if len(what) > 0 {
+			hk += ", " + strings.Join(what, ", ")
+		}
+		hk += ")"
 	}
 	parts = append(parts, hk)
 	return fmt.Sprintf("lab over the run (%d cells, %.1f min): %s", l.Cells, l.Minutes, strings.Join(parts, "; "))
+}
+
+// WarmupText says which unmeasured cells ran before the measured ones (matrix.warmup) and how
+// they went, so a reader sees what was discarded ("" when none ran).
+func WarmupText(r *results.Results) string {
+	if r == nil || len(r.Warmup) == 0 {
+		return ""
+	}
+	var each []string
+	for _, c := range r.Warmup {
+		switch {
+		case c.Error != "":
+			each = append(each, "failed: "+c.Error)
+		case c.Stats.Latency.All.N > 0:
+			each = append(each, fmt.Sprintf("claim p50 %.0f ms", c.Stats.Latency.All.P50))
+		default:
+			each = append(each, "ran")
+		}
+	}
+	return fmt.Sprintf("warm-up: %d unmeasured %s cell(s) before the measured ones, not analysed (%s)", len(r.Warmup), r.Warmup[0].Name, strings.Join(each, "; "))
 }

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -49,5 +50,41 @@ func TestLabOverRunInReports(t *testing.T) {
 	page, _ := os.ReadFile(html)
 	if !strings.Contains(string(page), `id="lab-over-run"`) || !strings.Contains(string(page), "kube-apiserver 600 -&gt; 1400") {
 		t.Error("report.html lacks the lab over the run")
+	}
+}
+
+// A restart's time reaches the lab line (and no etcd figure when etcd was not tidied); the
+// warm-up line names what was discarded, in the table and the report, and nothing without one.
+func TestLabRestartAndWarmupText(t *testing.T) {
+	l := &results.LabOverRun{Cells: 3, Minutes: 4, Housekeeping: "apiserver-restart", HousekeepingSeconds: 7.2, RestartSeconds: 7.1}
+	got := LabOverRunText(l)
+	if !strings.Contains(got, "housekeeping before each cell: apiserver-restart (median 7.2 s, API server back in 7.1 s)") || strings.Contains(got, "freed") {
+		t.Errorf("%q", got)
+	}
+	r := fixture(t)
+	if WarmupText(r) != "" {
+		t.Error("warm-up text without warm-up cells")
+	}
+	w := r.Cells[0]
+	w.ID, w.Rep = "warmup-1", 0
+	w2 := w
+	w2.ID, w2.Error = "warmup-2", "pool never filled"
+	r.Warmup = []results.Cell{w, w2}
+	want := fmt.Sprintf("warm-up: 2 unmeasured %s cell(s) before the measured ones, not analysed (claim p50 %.0f ms; failed: pool never filled)", w.Name, w.Stats.Latency.All.P50)
+	if got := WarmupText(r); got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	var buf bytes.Buffer
+	Table(&buf, r)
+	if !strings.Contains(buf.String(), want) {
+		t.Errorf("table lacks the warm-up line:\n%s", buf.String())
+	}
+	html, _, err := WriteAll(t.TempDir(), r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(html)
+	if !strings.Contains(string(page), `id="warm-up"`) {
+		t.Error("report.html lacks the warm-up line")
 	}
 }

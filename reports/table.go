@@ -111,6 +111,9 @@ func Table(w io.Writer, r *results.Results) {
 		fmt.Fprintf(w, "drift: %+.1f%% [%+.1f, %+.1f] over the run's %.1f min (%s, %d repetitions)\n",
 			float64(d.PctOverRun), float64(d.CI.Lo), float64(d.CI.Hi), d.Minutes, d.Metric, d.Repetitions)
 	}
+	if t := WarmupText(r); t != "" {
+		fmt.Fprintln(w, t)
+	}
 	if t := LabOverRunText(r.LabOverRun); t != "" {
 		fmt.Fprintln(w, t)
 	}

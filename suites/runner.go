@@ -59,6 +59,7 @@ type cellFunc func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) resu
 // every cell gets its scope, and errors reach the run's error list. describe adds to a cell's
 // progress line, outcome is printed after it.
 func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, describe func(PlannedCell) string, run cellFunc, outcome func(results.Cell) string) {
+	warmUp(ctx, env, plan, res, run)
 	for i, pc := range plan.Cells {
 		if ctx.Err() != nil {
 			res.Errors = append(res.Errors, "interrupted before cell "+pc.ID)
@@ -71,12 +72,7 @@ func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, d
 			continue
 		}
 		env.Progress.Printf("==> cell %d/%d: %s (%s)", i+1, len(plan.Cells), pc.ID, describe(pc))
-		health, hk := betweenCells(ctx, env)
-		if hk != nil && hk.Error != "" {
-			env.Progress.Printf("    lab housekeeping failed (the cell runs on the lab as it is): %s", hk.Error)
-		}
-		cell := runScoped(ctx, env, pc, i, run)
-		cell.Lab, cell.Housekeeping = health, hk
+		cell := runBetween(ctx, env, pc, i, run)
 		res.Cells = append(res.Cells, cell)
 		res.CellOrder = append(res.CellOrder, pc.ID)
 		if cell.Error != "" {
@@ -92,6 +88,63 @@ func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, d
 	}
 }
 
+// warmUp runs matrix.warmup unmeasured copies of the plan's first baseline cell before the
+// measured cells (a fresh lab serves its first cell faster than every later one), with the same
+// housekeeping and scope, and records them in res.Warmup only: no analysis, gate or drift sees
+// them. A warm-up that fails is a run error (the lab is not as the measured cells expect).
+func warmUp(ctx context.Context, env *Env, plan *Plan, res *results.Results, run cellFunc) {
+	if env.Config == nil || env.Config.Matrix.Warmup <= 0 {
+		return
+	}
+	var base *PlannedCell
+	for i := range plan.Cells {
+		pc := &plan.Cells[i]
+		if pc.NotApplicable == "" && (base == nil || (pc.Name == plan.Baseline && base.Name != plan.Baseline)) {
+			base = pc
+		}
+	}
+	if base == nil {
+		return
+	}
+	for w := 1; w <= env.Config.Matrix.Warmup; w++ {
+		if ctx.Err() != nil {
+			res.Errors = append(res.Errors, "interrupted during the warm-up")
+			return
+		}
+		pc := *base
+		pc.ID, pc.Rep = fmt.Sprintf("warmup-%d", w), 0
+		env.Progress.Printf("==> warm-up %d/%d: %s, not measured", w, env.Config.Matrix.Warmup, pc.Name)
+		cell := runBetween(ctx, env, pc, len(plan.Cells)+w-1, run)
+		res.Warmup = append(res.Warmup, cell)
+		if cell.Error != "" {
+			res.Errors = append(res.Errors, pc.ID+": "+cell.Error)
+			env.Progress.Printf("    error: %s", cell.Error)
+		}
+		if cell.TeardownError != "" {
+			res.Errors = append(res.Errors, pc.ID+": teardown: "+cell.TeardownError)
+		}
+	}
+}
+
+// runBetween runs one cell after the lab's housekeeping and health snapshot. A lab that lost a
+// process is broken: the cell is recorded as not run rather than measuring timeouts.
+func runBetween(ctx context.Context, env *Env, pc PlannedCell, idx int, run cellFunc) results.Cell {
+	health, hk := betweenCells(ctx, env)
+	if hk != nil && hk.Error != "" {
+		env.Progress.Printf("    lab housekeeping failed (the cell runs on the lab as it is): %s", hk.Error)
+	}
+	var cell results.Cell
+	if health != nil && len(health.Down) > 0 {
+		cell = results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, Fault: pc.Fault,
+			Controller: results.Controller{Version: pc.Version, Flags: pc.Flags},
+			Error:      "not run: the lab is broken, these of its processes no longer run: " + strings.Join(health.Down, ", ")}
+	} else {
+		cell = runScoped(ctx, env, pc, idx, run)
+	}
+	cell.Lab, cell.Housekeeping = health, hk
+	return cell
+}
+
 // betweenCells tidies the lab before a cell when lab.housekeeping asks for it, then records the
 // lab's health (what grows over its lifetime) for the drift analysis. A cluster brakebench did
 // not create is neither read nor touched.
@@ -101,8 +154,8 @@ func betweenCells(ctx context.Context, env *Env) (*results.LabHealth, *results.H
 		return nil, nil
 	}
 	var done *results.Housekeeping
-	if env.Config.Lab.Housekeeping == "etcd-defrag" {
-		h, err := hk.Housekeep(ctx)
+	if steps := env.Config.Lab.Steps(); len(steps) > 0 {
+		h, err := hk.Housekeep(ctx, steps)
 		if err != nil {
 			h.Error = err.Error()
 		}

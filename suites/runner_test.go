@@ -93,20 +93,51 @@ type housekeptLab struct {
 	provider.Cluster
 	log      []string
 	revision int64
+	downFrom int64 // from this revision on, the scheduler no longer runs (0: never)
 }
 
 func (h *housekeptLab) Health(context.Context) (results.LabHealth, error) {
 	h.log = append(h.log, "health")
 	h.revision += 100
-	return results.LabHealth{EtcdRevision: h.revision}, nil
+	hl := results.LabHealth{EtcdRevision: h.revision}
+	if h.downFrom > 0 && h.revision >= h.downFrom {
+		hl.Down = []string{"kube-scheduler"}
+	}
+	return hl, nil
 }
 
-func (h *housekeptLab) Housekeep(context.Context) (results.Housekeeping, error) {
-	h.log = append(h.log, "housekeep")
-	if len(h.log) > 3 { // the second cell's
-		return results.Housekeeping{}, errors.New("etcd down")
+// A lab that lost a process is broken: the cells after that are recorded as not run, with the
+// process named, instead of measuring timeouts on it.
+func TestRunCellsOnABrokenLab(t *testing.T) {
+	env := runnerEnv(t)
+	env.Config = &config.Resolved{Config: config.Default()}
+	lab := &housekeptLab{downFrom: 200}
+	env.Cluster = lab
+	plan := &Plan{Cells: []PlannedCell{{ID: "a#1", Name: "a", Rep: 1}, {ID: "a#2", Name: "a", Rep: 2}}}
+	res := &results.Results{}
+	var ran []string
+	runCells(context.Background(), env, plan, res, func(PlannedCell) string { return "" },
+		func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
+			ran = append(ran, pc.ID)
+			return results.Cell{}
+		}, nil)
+	if strings.Join(ran, ",") != "a#1" {
+		t.Errorf("ran %v, want only a#1", ran)
 	}
-	return results.Housekeeping{DBBytesBefore: 10, DBBytesAfter: 5}, nil
+	if len(res.Cells) != 2 || res.Cells[1].Error != "not run: the lab is broken, these of its processes no longer run: kube-scheduler" || res.Cells[1].Name != "a" {
+		t.Errorf("cells %+v", res.Cells)
+	}
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "a#2: not run") {
+		t.Errorf("run errors %v", res.Errors)
+	}
+}
+
+func (h *housekeptLab) Housekeep(_ context.Context, steps []string) (results.Housekeeping, error) {
+	h.log = append(h.log, "housekeep "+strings.Join(steps, "+"))
+	if len(h.log) > 3 { // the second cell's
+		return results.Housekeeping{Steps: steps[:1]}, errors.New("etcd down")
+	}
+	return results.Housekeeping{Steps: steps, DBBytesBefore: 10, DBBytesAfter: 5}, nil
 }
 
 // Every cell of a lab run records the lab's health when it starts; with lab.housekeeping the lab
@@ -118,7 +149,8 @@ func TestRunCellsLabHealthAndHousekeeping(t *testing.T) {
 		notLab             bool
 		wantLog            string
 	}{
-		{name: "etcd-defrag", housekeeping: "etcd-defrag", wantLog: "housekeep,health,cell,housekeep,health,cell"},
+		{name: "etcd-defrag", housekeeping: "etcd-defrag", wantLog: "housekeep etcd-defrag,health,cell,housekeep etcd-defrag,health,cell"},
+		{name: "both steps", housekeeping: "etcd-defrag+apiserver-restart", wantLog: "housekeep etcd-defrag+apiserver-restart,health,cell,housekeep etcd-defrag+apiserver-restart,health,cell"},
 		{name: "none", housekeeping: "none", wantLog: "health,cell,health,cell"},
 		{name: "not a lab", housekeeping: "etcd-defrag", notLab: true, wantLog: "cell,cell"},
 	} {
@@ -165,6 +197,69 @@ func TestRunCellsLabHealthAndHousekeeping(t *testing.T) {
 			}
 			if h := res.Cells[1].Housekeeping; h == nil || h.Error != "etcd down" || res.Cells[1].Error != "" {
 				t.Errorf("second cell: housekeeping %+v, error %q (a failed housekeeping is recorded, the cell runs)", h, res.Cells[1].Error)
+			}
+		})
+	}
+}
+
+// matrix.warmup runs that many unmeasured copies of the baseline cell first, with the same
+// housekeeping and health as a measured cell, in their own namespaces; they land in
+// res.Warmup only (never in the cells, the cell order or a summary), and not-applicable cells
+// are never chosen as the warm-up.
+func TestRunCellsWarmup(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		warmup    int
+		baseline  string
+		cells     []PlannedCell
+		wantCalls string
+		wantName  string
+	}{
+		{name: "none", warmup: 0, baseline: "none", cells: []PlannedCell{{ID: "x#1", Name: "x", Rep: 1}, {ID: "none#1", Name: "none", Rep: 1}},
+			wantCalls: "x#1,none#1"},
+		{name: "two of the baseline", warmup: 2, baseline: "none", cells: []PlannedCell{{ID: "x#1", Name: "x", Rep: 1}, {ID: "none#1", Name: "none", Rep: 1}},
+			wantCalls: "warmup-1,warmup-2,x#1,none#1", wantName: "none"},
+		{name: "baseline not applicable", warmup: 1, baseline: "none", cells: []PlannedCell{{ID: "none#1", Name: "none", Rep: 1, NotApplicable: "no"}, {ID: "x#1", Name: "x", Rep: 1}},
+			wantCalls: "warmup-1,x#1", wantName: "x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := runnerEnv(t)
+			cfg := &config.Resolved{Config: config.Default()}
+			cfg.Matrix.Warmup = tc.warmup
+			cfg.Lab.Housekeeping = "etcd-defrag"
+			env.Config = cfg
+			env.Cluster = &housekeptLab{}
+			plan := &Plan{Baseline: tc.baseline, Cells: tc.cells}
+			res := &results.Results{}
+			var calls []string
+			namespaces := map[string]bool{}
+			runCells(context.Background(), env, plan, res, func(PlannedCell) string { return "" },
+				func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
+					calls = append(calls, pc.ID)
+					if namespaces[sc.Namespace] {
+						t.Errorf("namespace %s used twice", sc.Namespace)
+					}
+					namespaces[sc.Namespace] = true
+					return results.Cell{}
+				}, nil)
+			if got := strings.Join(calls, ","); got != tc.wantCalls {
+				t.Errorf("ran %s, want %s", got, tc.wantCalls)
+			}
+			if len(res.Warmup) != tc.warmup {
+				t.Fatalf("%d warm-up cells recorded, want %d", len(res.Warmup), tc.warmup)
+			}
+			for _, w := range res.Warmup {
+				if w.Name != tc.wantName || !strings.HasPrefix(w.ID, "warmup-") || w.Lab == nil || w.Housekeeping == nil {
+					t.Errorf("warm-up cell %+v", w)
+				}
+			}
+			for _, c := range res.Cells {
+				if strings.HasPrefix(c.ID, "warmup-") {
+					t.Errorf("warm-up cell %s among the measured cells", c.ID)
+				}
+			}
+			if strings.Contains(strings.Join(res.CellOrder, ","), "warmup") {
+				t.Errorf("cell order %v names a warm-up", res.CellOrder)
 			}
 		})
 	}

@@ -12,7 +12,8 @@ import (
 func LabOverRun(cells []results.Cell) *results.LabOverRun {
 	var first, last *results.Cell
 	n := 0
-	var secs, freed []float64
+	var secs, freed, restart []float64
+	steps := ""
 	for i := range cells {
 		c := &cells[i]
 		if c.Lab == nil || c.Lab.Error != "" || c.T0.IsZero() {
@@ -27,7 +28,13 @@ func LabOverRun(cells []results.Cell) *results.LabOverRun {
 		}
 		if h := c.Housekeeping; h != nil && h.Error == "" {
 			secs = append(secs, h.Seconds)
-			freed = append(freed, float64(h.DBBytesBefore-h.DBBytesAfter))
+			steps = h.StepsText()
+			if h.DBBytesBefore > 0 {
+				freed = append(freed, float64(h.DBBytesBefore-h.DBBytesAfter))
+			}
+			if h.RestartSeconds > 0 {
+				restart = append(restart, h.RestartSeconds)
+			}
 		}
 	}
 	if n < 2 {
@@ -35,9 +42,14 @@ func LabOverRun(cells []results.Cell) *results.LabOverRun {
 	}
 	out := &results.LabOverRun{Cells: n, Minutes: last.T0.Sub(first.T0).Minutes(), Housekeeping: "none", First: *first.Lab, Last: *last.Lab}
 	if len(secs) > 0 {
-		out.Housekeeping = "etcd-defrag"
+		out.Housekeeping = steps
 		out.HousekeepingSeconds, _ = stats.Median(secs)
-		out.FreedBytes, _ = stats.Median(freed)
+		if len(freed) > 0 {
+			out.FreedBytes, _ = stats.Median(freed)
+		}
+		if len(restart) > 0 {
+			out.RestartSeconds, _ = stats.Median(restart)
+		}
 	}
 	return out
 }

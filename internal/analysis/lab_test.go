@@ -22,6 +22,7 @@ func TestLabOverRun(t *testing.T) {
 		wantMinutes    float64
 		wantHK         string
 		wantSecs, free float64
+		wantRestart    float64
 	}{
 		{name: "not a lab run", cells: []results.Cell{{T0: t0}, {T0: t0.Add(time.Minute)}}, wantNil: true},
 		{name: "one cell", cells: []results.Cell{{T0: t0, Lab: health(1)}}, wantNil: true},
@@ -48,6 +49,23 @@ func TestLabOverRun(t *testing.T) {
 			},
 			wantFirst: 1, wantLast: 4, wantMinutes: 3, wantHK: "etcd-defrag", wantSecs: 0.6, free: 160,
 		},
+		{
+			name: "etcd then a restart",
+			cells: []results.Cell{
+				{T0: t0, Lab: health(1), Housekeeping: &results.Housekeeping{Steps: []string{"etcd-defrag", "apiserver-restart"}, DBBytesBefore: 50, DBBytesAfter: 10, Seconds: 9, RestartSeconds: 8}},
+				{T0: t0.Add(time.Minute), Lab: health(2), Housekeeping: &results.Housekeeping{Steps: []string{"etcd-defrag", "apiserver-restart"}, DBBytesBefore: 70, DBBytesAfter: 10, Seconds: 11, RestartSeconds: 10}},
+			},
+			wantFirst: 1, wantLast: 2, wantMinutes: 1, wantHK: "etcd-defrag+apiserver-restart", wantSecs: 10, free: 50, wantRestart: 9,
+		},
+		{
+			// a restart alone frees nothing in etcd: no freed figure, not a negative one
+			name: "restart only",
+			cells: []results.Cell{
+				{T0: t0, Lab: health(1), Housekeeping: &results.Housekeeping{Steps: []string{"apiserver-restart"}, Seconds: 6, RestartSeconds: 6}},
+				{T0: t0.Add(time.Minute), Lab: health(2), Housekeeping: &results.Housekeeping{Steps: []string{"apiserver-restart"}, Seconds: 8, RestartSeconds: 8}},
+			},
+			wantFirst: 1, wantLast: 2, wantMinutes: 1, wantHK: "apiserver-restart", wantSecs: 7, wantRestart: 7,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := LabOverRun(tc.cells)
@@ -61,7 +79,7 @@ func TestLabOverRun(t *testing.T) {
 				t.Fatal("nil")
 			}
 			if got.First.EtcdRevision != tc.wantFirst || got.Last.EtcdRevision != tc.wantLast || got.Minutes != tc.wantMinutes ||
-				got.Housekeeping != tc.wantHK || got.HousekeepingSeconds != tc.wantSecs || got.FreedBytes != tc.free {
+				got.Housekeeping != tc.wantHK || got.HousekeepingSeconds != tc.wantSecs || got.FreedBytes != tc.free || got.RestartSeconds != tc.wantRestart {
 				t.Errorf("got %+v", got)
 			}
 		})

@@ -148,6 +148,12 @@ func (a *app) planCmd() *cobra.Command {
 				}
 				fmt.Fprintf(a.stdout, "  %2d. %-26s controller %s flags: %s\n", i+1, c.ID, v, strings.Join(c.Flags, " "))
 			}
+			if n := cfg.Matrix.Warmup; n > 0 {
+				fmt.Fprintf(a.stdout, "  before them: %d unmeasured warm-up cell(s) of %s (matrix.warmup)\n", n, plan.Baseline)
+			}
+			if steps := cfg.Lab.Steps(); len(steps) > 0 && cfg.Cluster.Provider == "lab" {
+				fmt.Fprintf(a.stdout, "  before each cell: lab housekeeping %s\n", strings.Join(steps, " then "))
+			}
 			fmt.Fprintln(a.stdout, "changes:")
 			for _, ch := range plan.Changes {
 				fmt.Fprintf(a.stdout, "  - %s\n", ch)

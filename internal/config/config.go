@@ -5,6 +5,7 @@
 package config
 
 import (
+	"strings"
 	"time"
 
 	"github.com/brakebench/brakebench/internal/kube"
@@ -148,10 +149,23 @@ type Lab struct {
 	// ControllerImages are further agent-sandbox versions whose controller images the real node
 	// gets (deployment mode; the pinned version always), e.g. for --preset upgrade.
 	ControllerImages []string `mapstructure:"controllerImages"`
-	// Housekeeping is what is done to the lab before each cell: "etcd-defrag" compacts its etcd
-	// to the current revision and defragments it (each cell then starts from a database of the
-	// same shape), "none" leaves the lab alone. Cells record the lab's health either way.
+	// Housekeeping is what is done to the lab before each cell, steps joined by "+": "etcd-defrag"
+	// compacts its etcd to the current revision and defragments it (each cell then starts from a
+	// database of the same shape), "apiserver-restart" restarts the kube-apiserver with the flags
+	// it runs with (each cell then starts from a fresh API server); "none" leaves the lab alone.
+	// Cells record the lab's health either way.
 	Housekeeping string `mapstructure:"housekeeping"`
+}
+
+// HousekeepingSteps are the lab's housekeeping steps, in the order they run.
+var HousekeepingSteps = []string{"etcd-defrag", "apiserver-restart"}
+
+// Steps splits lab.housekeeping into its steps (none for "none" or "").
+func (l Lab) Steps() []string {
+	if l.Housekeeping == "" || l.Housekeeping == "none" {
+		return nil
+	}
+	return strings.Split(l.Housekeeping, "+")
 }
 
 // Nodes are the simulated (kwok) nodes.
@@ -236,7 +250,11 @@ type Matrix struct {
 	// Faults is an axis of fault cells: none, apf-throttle, gpu.
 	Faults      []string `mapstructure:"faults"`
 	Repetitions int      `mapstructure:"repetitions"`
-	Seed        int64    `mapstructure:"seed"` // cell order; 0 = pick one and record it
+	// Warmup is how many unmeasured cells run before the measured ones (copies of the baseline
+	// cell): a fresh lab serves its first cell faster than every later one, so without a warm-up
+	// the first cell of a run is an outlier. Warm-up cells are recorded apart and never analysed.
+	Warmup int   `mapstructure:"warmup"`
+	Seed   int64 `mapstructure:"seed"` // cell order; 0 = pick one and record it
 }
 
 // Brakes are the values a brake cell applies.

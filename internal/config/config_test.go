@@ -121,7 +121,12 @@ func TestErrors(t *testing.T) {
 		{"in-cluster runner as the admin", Loader{Sets: []string{"loadgen.runner=in-cluster", "loadgen.runnerImage=x"}}, `--set: key "loadgen.runner": expected local unless loadgen.identity is serviceaccount`},
 		{"in-cluster runner on a lab without a real node", Loader{Sets: []string{"loadgen.runner=in-cluster", "loadgen.runnerImage=x", "loadgen.identity=serviceaccount"}}, `key "loadgen.runner": expected local unless lab.realNode is true`},
 		{"in-cluster runner for gang-quota", Loader{Suite: "gang-quota", Sets: []string{"loadgen.runner=in-cluster", "loadgen.runnerImage=x", "loadgen.identity=serviceaccount", "lab.realNode=true"}}, `key "loadgen.runner": expected local for suite gang-quota`},
-		{"unknown lab housekeeping", Loader{Sets: []string{"lab.housekeeping=vacuum"}}, `--set: key "lab.housekeeping": expected none or etcd-defrag, got vacuum`},
+		{"unknown lab housekeeping", Loader{Sets: []string{"lab.housekeeping=vacuum"}}, `--set: key "lab.housekeeping": expected none, or steps joined by + from etcd-defrag, apiserver-restart (each once), got vacuum`},
+		{"lab housekeeping step twice", Loader{Sets: []string{"lab.housekeeping=etcd-defrag+etcd-defrag"}}, `key "lab.housekeeping": expected none, or steps joined by + from etcd-defrag, apiserver-restart (each once), got etcd-defrag+etcd-defrag`},
+		{"lab housekeeping empty step", Loader{Sets: []string{"lab.housekeeping=etcd-defrag+"}}, `got etcd-defrag+`},
+		{"none among steps", Loader{Sets: []string{"lab.housekeeping=none+etcd-defrag"}}, `got none+etcd-defrag`},
+		{"negative warm-up", Loader{Sets: []string{"matrix.warmup=-1"}}, `key "matrix.warmup": expected 0 to 10, got -1`},
+		{"too much warm-up", Loader{Sets: []string{"matrix.warmup=11"}}, `key "matrix.warmup": expected 0 to 10, got 11`},
 		{"deployment mode without a real node", Loader{Sets: []string{"lab.controllerMode=deployment"}}, `--set: key "lab.controllerMode": expected process unless lab.realNode is true (the Deployment's pod runs on the real node), got deployment`},
 		{"bad controller image version", Loader{Sets: []string{"lab.realNode=true", "lab.controllerImages=latest"}}, `--set: key "lab.controllerImages": expected versions like v0.5.3, got "latest"`},
 		{"bad provider", Loader{Flags: map[string]string{"cluster.provider": "eks"}}, `flag: key "cluster.provider": expected one of lab, kind, kubeconfig, got eks`},
@@ -298,5 +303,29 @@ func TestShippedSuitesLoad(t *testing.T) {
 	if _, err := (Loader{Suite: "pool-autoscaling", Sets: []string{"controller.args=--a", "poolAutoscaling.exporterURL=http://x:8080/demand"},
 		Flags: map[string]string{"cluster.provider": "kubeconfig", "cluster.context": "c"}}).Load(); err != nil {
 		t.Error(err)
+	}
+}
+
+// lab.housekeeping accepts none and any order of the known steps, and Steps splits it in order.
+func TestLabHousekeepingSteps(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"none", ""},
+		{"etcd-defrag", "etcd-defrag"},
+		{"apiserver-restart", "apiserver-restart"},
+		{"apiserver-restart+etcd-defrag", "apiserver-restart,etcd-defrag"},
+		{"etcd-defrag+apiserver-restart", "etcd-defrag,apiserver-restart"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			r, err := (&Loader{Sets: []string{"lab.housekeeping=" + tc.in, "matrix.warmup=2"}}).Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(r.Lab.Steps(), ","); got != tc.want {
+				t.Errorf("steps %q, want %q", got, tc.want)
+			}
+			if r.Matrix.Warmup != 2 {
+				t.Errorf("warm-up %d", r.Matrix.Warmup)
+			}
+		})
 	}
 }

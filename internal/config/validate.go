@@ -63,6 +63,21 @@ func oneOf(v string, allowed ...string) bool {
 	return false
 }
 
+// housekeepingOK: lab.housekeeping is none or known steps, each at most once.
+func housekeepingOK(l Lab) bool {
+	if l.Housekeeping == "none" {
+		return true
+	}
+	seen := map[string]bool{}
+	for _, s := range l.Steps() {
+		if seen[s] || !oneOf(s, HousekeepingSteps...) {
+			return false
+		}
+		seen[s] = true
+	}
+	return len(seen) > 0
+}
+
 func (r *Resolved) validate() error {
 	if err := r.finiteFloats(); err != nil {
 		return err
@@ -84,7 +99,7 @@ func (r *Resolved) validate() error {
 		{outside(c.Lab.PodBootJitter, 0, maxDuration), "lab.podBootJitter", "a duration from 0s to 24h", c.Lab.PodBootJitter},
 		{outside(c.Lab.UpTimeout, 1, maxDuration), "lab.upTimeout", "a positive duration up to 24h", c.Lab.UpTimeout},
 		{outside(c.Lab.HPASyncPeriod, time.Second, maxDuration), "lab.hpaSyncPeriod", "a duration from 1s to 24h", c.Lab.HPASyncPeriod},
-		{!oneOf(c.Lab.Housekeeping, "none", "etcd-defrag"), "lab.housekeeping", "none or etcd-defrag", c.Lab.Housekeeping},
+		{!housekeepingOK(c.Lab), "lab.housekeeping", "none, or steps joined by + from " + strings.Join(HousekeepingSteps, ", ") + " (each once)", c.Lab.Housekeeping},
 		{!oneOf(c.Lab.ControllerMode, "process", "deployment"), "lab.controllerMode", "process or deployment", c.Lab.ControllerMode},
 		{c.Lab.ControllerMode == "deployment" && !c.Lab.RealNode, "lab.controllerMode", "process unless lab.realNode is true (the Deployment's pod runs on the real node)", c.Lab.ControllerMode},
 		{c.Controller.Version != "" && !versionRe.MatchString(c.Controller.Version), "controller.version", "a version like v0.5.5", c.Controller.Version},
@@ -112,6 +127,7 @@ func (r *Resolved) validate() error {
 		{c.Loadgen.Runner == "in-cluster" && c.Cluster.Provider == "lab" && !c.Lab.RealNode, "loadgen.runner", "local unless lab.realNode is true (the runner's pod runs on the lab's real node)", c.Loadgen.Runner},
 		{outside(c.Loadgen.RunnerStartup, time.Second, time.Hour), "loadgen.runnerStartup", "a duration from 1s to 1h", c.Loadgen.RunnerStartup},
 		{outside(c.Matrix.Repetitions, 1, 1000), "matrix.repetitions", "1 to 1000", c.Matrix.Repetitions},
+		{outside(c.Matrix.Warmup, 0, 10), "matrix.warmup", "0 to 10", c.Matrix.Warmup},
 		{len(c.Matrix.Brakes) == 0, "matrix.brakes", "a non-empty list of brake cells (see `brakebench suites`)", "[]"},
 		{c.Brakes.ReplenishDelay < 0, "brakes.replenishDelay", "a duration of 0 or more", c.Brakes.ReplenishDelay},
 		{c.Brakes.MaxRefillRate < 0, "brakes.maxRefillRate", "0 or a positive rate in sandboxes/s", c.Brakes.MaxRefillRate},

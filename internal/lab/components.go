@@ -71,10 +71,48 @@ func (l *Lab) ComponentArgs(name string) ([]string, error) {
 	return c.Args, err
 }
 
+// leaseHolders are kwokctl's components that hold a leader-election lease: they exit when the
+// API server is away longer than their renew deadline (10 s), so an API server restart stops
+// them first and starts them again after it.
+var leaseHolders = []string{"kube-scheduler", "kube-controller-manager"}
+
 // RestartComponent stops a kwokctl-managed component (kube-apiserver, kube-scheduler,
 // kube-controller-manager) and starts it again with args, recording its pid where kwokctl
-// keeps it so `lab down` still stops it; it returns once the component answers /healthz.
+// keeps it so `lab down` still stops it; it returns once the component answers /healthz. A
+// restart of the kube-apiserver takes the lease holders along (with the flags they run with),
+// so a slow restart never leaves the lab without a scheduler.
 func (l *Lab) RestartComponent(ctx context.Context, name string, args []string) error {
+	if name != "kube-apiserver" {
+		return l.restartOne(ctx, name, args)
+	}
+	held := map[string][]string{}
+	for _, h := range leaseHolders {
+		a, err := l.ComponentArgs(h)
+		if err != nil {
+			return err
+		}
+		held[h] = a
+	}
+	for _, h := range leaseHolders {
+		if pid := readPID(filepath.Join(l.clusterDir(), "pids", h+".pid")); pid > 0 {
+			if err := stopPID(pid, "", 15*time.Second); err != nil {
+				return fmt.Errorf("stop %s before the API server's restart: %w", h, err)
+			}
+		}
+	}
+	if err := l.restartOne(ctx, name, args); err != nil {
+		return err
+	}
+	for _, h := range leaseHolders {
+		if err := l.restartOne(ctx, h, held[h]); err != nil {
+			return fmt.Errorf("start %s after the API server's restart: %w", h, err)
+		}
+	}
+	return nil
+}
+
+// restartOne stops one component and starts it again with args.
+func (l *Lab) restartOne(ctx context.Context, name string, args []string) error {
 	c, err := l.component(name)
 	if err != nil {
 		return err

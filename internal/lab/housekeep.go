@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -21,10 +22,14 @@ func (l *Lab) Health(ctx context.Context) (results.LabHealth, error) {
 	h := results.LabHealth{Processes: map[string]results.ProcessHealth{}}
 	// The processes first: an etcd that does not answer is no reason to lose them.
 	for name, pid := range l.pids() {
-		if p, err := processHealth(pid); err == nil {
-			h.Processes[name] = p
+		p, err := processHealth(pid)
+		if err != nil || !alive(pid, "") {
+			h.Down = append(h.Down, name)
+			continue
 		}
+		h.Processes[name] = p
 	}
+	sort.Strings(h.Down)
 	etcd, err := l.etcdURL()
 	if err != nil {
 		return h, err
@@ -37,42 +42,99 @@ func (l *Lab) Health(ctx context.Context) (results.LabHealth, error) {
 	return h, nil
 }
 
-// Housekeep compacts the lab's etcd to its current revision and defragments it, so every cell
-// starts from a database of the same shape instead of one fragmented by the cells before it
-// (the API server compacts every 5 minutes but never defragments; kwokctl's etcd keeps an hour
-// of history). Between cells only: watches that lag behind the compacted revision relist.
-func (l *Lab) Housekeep(ctx context.Context) (results.Housekeeping, error) {
-	etcd, err := l.etcdURL()
+// Housekeep runs the housekeeping steps in order, between cells only:
+//   - etcd-defrag compacts the lab's etcd to its current revision and defragments it, so every
+//     cell starts from a database of the same shape instead of one fragmented by the cells
+//     before it (the API server compacts every 5 minutes but never defragments; kwokctl's etcd
+//     keeps an hour of history). Watches that lag behind the compacted revision relist.
+//   - apiserver-restart restarts the kube-apiserver with the flags it runs with now, so every
+//     cell starts from a fresh API server (its heap and watch caches grow over the first cells;
+//     see the README's drift section). Every controller's watches reconnect and relist.
+//
+// It stops at the first step that fails and says which.
+func (l *Lab) Housekeep(ctx context.Context, steps []string) (results.Housekeeping, error) {
+	return housekeep(ctx, steps, map[string]func(context.Context, *results.Housekeeping) error{
+		"etcd-defrag": func(ctx context.Context, hk *results.Housekeeping) error {
+			etcd, err := l.etcdURL()
+			if err != nil {
+				return err
+			}
+			return housekeepEtcd(ctx, etcd, hk)
+		},
+		"apiserver-restart": func(ctx context.Context, hk *results.Housekeeping) error {
+			start := time.Now()
+			if err := l.restartAPIServer(ctx); err != nil {
+				return err
+			}
+			hk.RestartSeconds = time.Since(start).Seconds()
+			return nil
+		},
+	})
+}
+
+// restartAPIServer restarts the kube-apiserver with the flags it runs with now (the lease
+// holders with it) and checks that every lab process still runs afterwards.
+func (l *Lab) restartAPIServer(ctx context.Context) error {
+	args, err := l.ComponentArgs("kube-apiserver")
 	if err != nil {
-		return results.Housekeeping{}, err
+		return err
 	}
-	return housekeepEtcd(ctx, etcd)
+	if err := l.RestartComponent(ctx, "kube-apiserver", args); err != nil {
+		return err
+	}
+	var dead []string
+	for name, pid := range l.pids() {
+		if !alive(pid, "") {
+			dead = append(dead, name)
+		}
+	}
+	if len(dead) > 0 {
+		sort.Strings(dead)
+		return fmt.Errorf("after the API server's restart these lab processes no longer run: %s (logs under %s)", strings.Join(dead, ", "), l.dir)
+	}
+	return nil
+}
+
+// housekeep runs steps with the given implementations, timing the whole.
+func housekeep(ctx context.Context, steps []string, impl map[string]func(context.Context, *results.Housekeeping) error) (results.Housekeeping, error) {
+	start := time.Now()
+	hk := results.Housekeeping{}
+	for _, s := range steps {
+		f, ok := impl[s]
+		if !ok {
+			return hk, fmt.Errorf("unknown lab housekeeping step %q", s)
+		}
+		hk.Steps = append(hk.Steps, s)
+		if err := f(ctx, &hk); err != nil {
+			return hk, fmt.Errorf("lab housekeeping %s: %w", s, err)
+		}
+	}
+	hk.Seconds = time.Since(start).Seconds()
+	return hk, nil
 }
 
 // housekeepEtcd compacts the etcd at base to its current revision and defragments it.
-func housekeepEtcd(ctx context.Context, base string) (results.Housekeeping, error) {
-	start := time.Now()
+func housekeepEtcd(ctx context.Context, base string, hk *results.Housekeeping) error {
 	st, err := etcdStatusOf(ctx, base)
 	if err != nil {
-		return results.Housekeeping{}, err
+		return err
 	}
-	hk := results.Housekeeping{Revision: st.revision, DBBytesBefore: st.dbSize}
+	hk.Revision, hk.DBBytesBefore = st.revision, st.dbSize
 	// The API server compacts to older revisions on its own schedule; a revision it already
 	// compacted is not an error here.
 	if _, err := etcdCall(ctx, base, "/v3/kv/compaction", map[string]any{"revision": strconv.FormatInt(st.revision, 10), "physical": true}); err != nil &&
 		!strings.Contains(err.Error(), "compacted") {
-		return hk, fmt.Errorf("etcd compaction to revision %d: %w", st.revision, err)
+		return fmt.Errorf("etcd compaction to revision %d: %w", st.revision, err)
 	}
 	if _, err := etcdCall(ctx, base, "/v3/maintenance/defragment", map[string]any{}); err != nil {
-		return hk, fmt.Errorf("etcd defragment: %w", err)
+		return fmt.Errorf("etcd defragment: %w", err)
 	}
 	after, err := etcdStatusOf(ctx, base)
 	if err != nil {
-		return hk, err
+		return err
 	}
 	hk.DBBytesAfter = after.dbSize
-	hk.Seconds = time.Since(start).Seconds()
-	return hk, nil
+	return nil
 }
 
 type etcdStatus struct{ revision, dbSize, dbSizeInUse int64 }

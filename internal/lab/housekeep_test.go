@@ -3,16 +3,19 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/results"
 )
 
@@ -81,7 +84,8 @@ func TestHousekeepEtcd(t *testing.T) {
 			f := &fakeEtcdGateway{dbSize: 9000, compactErr: tc.compactErr, defragErr: tc.defragErr}
 			srv := httptest.NewServer(f)
 			defer srv.Close()
-			hk, err := housekeepEtcd(context.Background(), srv.URL)
+			var hk results.Housekeeping
+			err := housekeepEtcd(context.Background(), srv.URL, &hk)
 			var calls []string
 			for _, c := range f.calls {
 				calls = append(calls, c[strings.LastIndex(c, "/")+1:])
@@ -98,11 +102,60 @@ func TestHousekeepEtcd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if hk.Revision != 4321 || hk.DBBytesBefore != 9000 || hk.DBBytesAfter != 2000 || hk.Seconds <= 0 {
+			if hk.Revision != 4321 || hk.DBBytesBefore != 9000 || hk.DBBytesAfter != 2000 {
 				t.Errorf("housekeeping %+v", hk)
 			}
 			if tc.compactErr == "" && f.compacted != "4321" {
 				t.Errorf("compacted to %q, want the current revision 4321", f.compacted)
+			}
+		})
+	}
+}
+
+// The steps run in the order given, each recorded; the first failure stops the rest and names
+// its step; an unknown step is an error, not a silent skip.
+func TestHousekeepSteps(t *testing.T) {
+	for _, tc := range []struct {
+		name, fail, wantLog, wantErr string
+		steps                        []string
+	}{
+		{name: "both in order", steps: []string{"etcd-defrag", "apiserver-restart"}, wantLog: "etcd-defrag,apiserver-restart"},
+		{name: "restart first", steps: []string{"apiserver-restart", "etcd-defrag"}, wantLog: "apiserver-restart,etcd-defrag"},
+		{name: "a failure stops the rest", steps: []string{"etcd-defrag", "apiserver-restart"}, fail: "etcd-defrag", wantLog: "etcd-defrag", wantErr: "lab housekeeping etcd-defrag: boom"},
+		{name: "unknown step", steps: []string{"vacuum"}, wantErr: `unknown lab housekeeping step "vacuum"`},
+		{name: "none", wantLog: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log []string
+			step := func(name string) func(context.Context, *results.Housekeeping) error {
+				return func(_ context.Context, hk *results.Housekeeping) error {
+					log = append(log, name)
+					if name == tc.fail {
+						return errors.New("boom")
+					}
+					if name == "apiserver-restart" {
+						hk.RestartSeconds = 1.5
+					}
+					return nil
+				}
+			}
+			hk, err := housekeep(context.Background(), tc.steps, map[string]func(context.Context, *results.Housekeeping) error{
+				"etcd-defrag": step("etcd-defrag"), "apiserver-restart": step("apiserver-restart"),
+			})
+			if got := strings.Join(log, ","); got != tc.wantLog {
+				t.Errorf("ran %q, want %q", got, tc.wantLog)
+			}
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(hk.Steps, ",") != tc.wantLog || (strings.Contains(tc.wantLog, "restart") && hk.RestartSeconds != 1.5) {
+				t.Errorf("recorded %+v", hk)
 			}
 		})
 	}
@@ -180,5 +233,31 @@ func TestProcStatWithAnAwkwardCommandName(t *testing.T) {
 	}
 	if !alive(cmd.Process.Pid, "") {
 		t.Error("a running process read as not alive")
+	}
+}
+
+// Health names a lab process whose pid no longer runs (a scheduler that lost its lease and
+// exited), beside the ones it reads; an etcd that does not answer keeps both.
+func TestHealthNamesDeadProcesses(t *testing.T) {
+	l := &Lab{cfg: config.Lab{Name: "t"}, dir: t.TempDir()}
+	pids := filepath.Join(l.clusterDir(), "pids")
+	if err := os.MkdirAll(pids, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for name, pid := range map[string]int{"kube-apiserver": os.Getpid(), "kube-scheduler": dead.Process.Pid} {
+		if err := os.WriteFile(filepath.Join(pids, name+".pid"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := l.Health(context.Background())
+	if err == nil {
+		t.Error("no error without an etcd")
+	}
+	if strings.Join(h.Down, ",") != "kube-scheduler" || h.Processes["kube-apiserver"].RSSBytes <= 0 {
+		t.Errorf("health %+v", h)
 	}
 }

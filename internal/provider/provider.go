@@ -58,11 +58,11 @@ type Cluster interface {
 }
 
 // Housekeeper is a cluster brakebench owns outright (the lab): its own health can be read
-// between cells, and it can be tidied (Housekeep) so every cell starts from the same shape. A
-// cluster brakebench did not create never implements it.
+// between cells, and it can be tidied (Housekeep, the steps of lab.housekeeping in order) so
+// every cell starts from the same shape. A cluster brakebench did not create never implements it.
 type Housekeeper interface {
 	Health(ctx context.Context) (results.LabHealth, error)
-	Housekeep(ctx context.Context) (results.Housekeeping, error)
+	Housekeep(ctx context.Context, steps []string) (results.Housekeeping, error)
 }
 
 // Provider creates or connects to a cluster.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/brakebench/brakebench/internal/gates"
@@ -34,8 +35,11 @@ type Results struct {
 	Loadgen   Loadgen           `json:"loadgen"`
 	CellOrder []string          `json:"cellOrder"` // cell IDs in the order they ran
 	Cells     []Cell            `json:"cells"`
-	Summary   []Summary         `json:"summary"` // per cell name, over repetitions
-	Baseline  string            `json:"baseline"`
+	// Warmup are the unmeasured cells run before the measured ones (matrix.warmup): recorded so
+	// a reader sees what was discarded, never analysed or gated.
+	Warmup   []Cell    `json:"warmup,omitempty"`
+	Summary  []Summary `json:"summary"` // per cell name, over repetitions
+	Baseline string    `json:"baseline"`
 	// CellAxes are each cell name's axis values and AxisPrimary the axis a bare cell name in a
 	// gate stands for (from the plan; absent in results written before they were recorded).
 	CellAxes    map[string]map[string]string `json:"cellAxes,omitempty"`
@@ -53,13 +57,16 @@ type Results struct {
 type LabOverRun struct {
 	Cells   int     `json:"cells"`
 	Minutes float64 `json:"minutes"`
-	// Housekeeping is lab.housekeeping as the cells recorded it ("none" when no cell had any).
+	// Housekeeping is lab.housekeeping as the cells recorded it, steps joined by "+" ("none"
+	// when no cell had any).
 	Housekeeping string `json:"housekeeping"`
 	// HousekeepingSeconds and FreedBytes are medians over the cells that had housekeeping.
-	HousekeepingSeconds float64   `json:"housekeepingSeconds,omitempty"`
-	FreedBytes          float64   `json:"freedBytes,omitempty"`
-	First               LabHealth `json:"first"`
-	Last                LabHealth `json:"last"`
+	HousekeepingSeconds float64 `json:"housekeepingSeconds,omitempty"`
+	FreedBytes          float64 `json:"freedBytes,omitempty"`
+	// RestartSeconds is the median time the API server took to come back (apiserver-restart).
+	RestartSeconds float64   `json:"restartSeconds,omitempty"`
+	First          LabHealth `json:"first"`
+	Last           LabHealth `json:"last"`
 }
 
 // Drift is the trend of a run's repetitions against the time they ran: each repetition's median
@@ -152,13 +159,15 @@ type Cell struct {
 // (its maintenance status), each lab process's resident memory and CPU time, and the harness's
 // own goroutines and heap (a leak in brakebench would be drift too, but not the lab's).
 type LabHealth struct {
-	EtcdRevision      int64                    `json:"etcdRevision"`
-	EtcdDBBytes       int64                    `json:"etcdDBBytes"`
-	EtcdDBInUseBytes  int64                    `json:"etcdDBInUseBytes"`
-	Processes         map[string]ProcessHealth `json:"processes"`
-	HarnessGoroutines int                      `json:"harnessGoroutines"`
-	HarnessHeapBytes  uint64                   `json:"harnessHeapBytes"`
-	Error             string                   `json:"error,omitempty"`
+	EtcdRevision     int64                    `json:"etcdRevision"`
+	EtcdDBBytes      int64                    `json:"etcdDBBytes"`
+	EtcdDBInUseBytes int64                    `json:"etcdDBInUseBytes"`
+	Processes        map[string]ProcessHealth `json:"processes"`
+	// Down are the lab's processes that no longer run (the lab is broken: the cell is not run).
+	Down              []string `json:"down,omitempty"`
+	HarnessGoroutines int      `json:"harnessGoroutines"`
+	HarnessHeapBytes  uint64   `json:"harnessHeapBytes"`
+	Error             string   `json:"error,omitempty"`
 }
 
 // ProcessHealth is one process's resident memory and CPU seconds (user+system) so far.
@@ -167,14 +176,27 @@ type ProcessHealth struct {
 	CPUSeconds float64 `json:"cpuSeconds"`
 }
 
-// Housekeeping is what was done to the lab between two cells: etcd compacted to its current
-// revision and defragmented.
+// Housekeeping is what was done to the lab between two cells (lab.housekeeping): etcd
+// compacted to its current revision and defragmented, the API server restarted.
 type Housekeeping struct {
-	Seconds       float64 `json:"seconds"`
-	Revision      int64   `json:"revision"`
-	DBBytesBefore int64   `json:"dbBytesBefore"`
-	DBBytesAfter  int64   `json:"dbBytesAfter"`
-	Error         string  `json:"error,omitempty"`
+	// Steps are the steps that ran, in order (absent in results written before there was more
+	// than one kind: etcd-defrag then).
+	Steps         []string `json:"steps,omitempty"`
+	Seconds       float64  `json:"seconds"`
+	Revision      int64    `json:"revision"`
+	DBBytesBefore int64    `json:"dbBytesBefore"`
+	DBBytesAfter  int64    `json:"dbBytesAfter"`
+	// RestartSeconds is how long the API server took from stop to healthy (apiserver-restart).
+	RestartSeconds float64 `json:"restartSeconds,omitempty"`
+	Error          string  `json:"error,omitempty"`
+}
+
+// StepsText is the steps joined by "+" ("etcd-defrag" for results that did not record them).
+func (h Housekeeping) StepsText() string {
+	if len(h.Steps) == 0 {
+		return "etcd-defrag"
+	}
+	return strings.Join(h.Steps, "+")
 }
 
 // Autoscale is one arm of the pool-autoscaling experiment: a demand profile of claims against a

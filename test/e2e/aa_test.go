@@ -5,34 +5,51 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
+
+	"github.com/brakebench/brakebench/internal/results"
 )
 
 // TestAAOnTheLab runs identical cells (none listed twice) three times each: the latency deltas
 // between them read "~" with the reason (3 vs 3 repetitions cannot reach p < 0.05), the report
 // prints the A/A noise floor, and the run's drift is measured. With lab.housekeeping the lab's
-// etcd is compacted and defragmented before every cell, and every cell records the lab's health.
+// etcd is compacted and defragmented and its API server restarted before every cell, every cell
+// records the lab's health, and one unmeasured warm-up cell runs first (matrix.warmup).
 func TestAAOnTheLab(t *testing.T) {
 	out := t.TempDir()
 	if _, err := runCLI(t, "run", "warmpool-burst", "--out", out, "--set", "workload.pool=10", "--set", "workload.claims=10",
-		"--set", "matrix.brakes=none,none", "--set", "matrix.repetitions=3", "--set", "lab.housekeeping=etcd-defrag"); err != nil {
+		"--set", "matrix.brakes=none,none", "--set", "matrix.repetitions=3", "--set", "matrix.warmup=1",
+		"--set", "lab.housekeeping=etcd-defrag+apiserver-restart"); err != nil {
 		t.Fatal(err)
 	}
 	r, dir := readRun(t, out, "warmpool-burst")
-	for _, c := range r.Cells {
+	if len(r.Warmup) != 1 || r.Warmup[0].Name != "none" || r.Warmup[0].Error != "" || r.Warmup[0].Stats.Latency.All.N != 10 || len(r.Cells) != 6 {
+		t.Errorf("warm-up %+v, %d measured cells", r.Warmup, len(r.Cells))
+	}
+	// Each cell starts on a fresh API server: its CPU time when a cell starts is what its start
+	// and the relists cost, not a running total that grows from cell to cell.
+	var apiCPU []float64
+	for _, c := range append(append([]results.Cell{}, r.Warmup...), r.Cells...) {
 		h, hk := c.Lab, c.Housekeeping
 		if h == nil || h.Error != "" || h.EtcdDBBytes <= 0 || h.EtcdRevision <= 0 || h.Processes["kube-apiserver"].RSSBytes <= 0 || h.Processes["etcd"].CPUSeconds <= 0 {
 			t.Errorf("cell %s: lab health %+v", c.ID, h)
+			continue
 		}
-		if hk == nil || hk.Error != "" || hk.DBBytesAfter <= 0 || hk.Revision <= 0 {
+		if hk == nil || hk.Error != "" || hk.DBBytesAfter <= 0 || hk.Revision <= 0 || strings.Join(hk.Steps, "+") != "etcd-defrag+apiserver-restart" || hk.RestartSeconds <= 0 {
 			t.Errorf("cell %s: housekeeping %+v", c.ID, hk)
 		}
+		apiCPU = append(apiCPU, h.Processes["kube-apiserver"].CPUSeconds)
 	}
-	if l := r.LabOverRun; l == nil || l.Cells != 6 || l.Housekeeping != "etcd-defrag" || l.Last.EtcdRevision <= l.First.EtcdRevision {
+	if sort.Float64sAreSorted(apiCPU) {
+		t.Errorf("the API server's CPU seconds grow from cell to cell (%v): it was not restarted", apiCPU)
+	}
+	if l := r.LabOverRun; l == nil || l.Cells != 6 || l.Housekeeping != "etcd-defrag+apiserver-restart" || l.RestartSeconds <= 0 || l.Last.EtcdRevision <= l.First.EtcdRevision {
 		t.Errorf("lab over the run: %+v", l)
 	} else {
-		t.Logf("lab over the A/A run: etcd db %d -> %d bytes, housekeeping median %.2f s", l.First.EtcdDBBytes, l.Last.EtcdDBBytes, l.HousekeepingSeconds)
+		t.Logf("lab over the A/A run: etcd db %d -> %d bytes, housekeeping median %.2f s (API server back in %.2f s); API server CPU at each cell's start %v",
+			l.First.EtcdDBBytes, l.Last.EtcdDBBytes, l.HousekeepingSeconds, l.RestartSeconds, apiCPU)
 	}
 	for _, key := range []string{"claim.p50_ms", "claim.p99_ms"} {
 		m, ok := r.Find("none_2", key)
@@ -53,7 +70,7 @@ func TestAAOnTheLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"A/A noise floor: none_2 vs none", "Drift of the cluster during the run", `id="lab-over-run"`} {
+	for _, want := range []string{"A/A noise floor: none_2 vs none", "Drift of the cluster during the run", `id="lab-over-run"`, `id="warm-up"`} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("report lacks %q", want)
 		}

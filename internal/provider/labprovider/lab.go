@@ -113,9 +113,10 @@ func (c *Cluster) Health(ctx context.Context) (results.LabHealth, error) { retur
 
 var _ provider.Housekeeper = (*Cluster)(nil)
 
-// Housekeep implements provider.Housekeeper: the lab's etcd compacted and defragmented.
-func (c *Cluster) Housekeep(ctx context.Context) (results.Housekeeping, error) {
-	return c.lab.Housekeep(ctx)
+// Housekeep implements provider.Housekeeper: the lab's etcd compacted and defragmented, its
+// API server restarted, as the steps say.
+func (c *Cluster) Housekeep(ctx context.Context, steps []string) (results.Housekeeping, error) {
+	return c.lab.Housekeep(ctx, steps)
 }
 
 // MetricsTargets implements provider.Cluster.
