@@ -75,16 +75,22 @@ func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, d
 		cell := runBetween(ctx, env, pc, i, run)
 		res.Cells = append(res.Cells, cell)
 		res.CellOrder = append(res.CellOrder, pc.ID)
-		if cell.Error != "" {
-			res.Errors = append(res.Errors, pc.ID+": "+cell.Error)
-			env.Progress.Printf("    error: %s", cell.Error)
-		} else if outcome != nil {
+		if cell.Error == "" && outcome != nil {
 			env.Progress.Printf("    %s", outcome(cell))
 		}
-		if cell.TeardownError != "" {
-			res.Errors = append(res.Errors, pc.ID+": teardown: "+cell.TeardownError)
-			env.Progress.Printf("    teardown: %s", cell.TeardownError)
-		}
+		noteErrors(env, res, pc.ID, cell)
+	}
+}
+
+// noteErrors adds a cell's error and teardown error to the run's errors and prints them.
+func noteErrors(env *Env, res *results.Results, id string, cell results.Cell) {
+	if cell.Error != "" {
+		res.Errors = append(res.Errors, id+": "+cell.Error)
+		env.Progress.Printf("    error: %s", cell.Error)
+	}
+	if cell.TeardownError != "" {
+		res.Errors = append(res.Errors, id+": teardown: "+cell.TeardownError)
+		env.Progress.Printf("    teardown: %s", cell.TeardownError)
 	}
 }
 
@@ -108,21 +114,14 @@ func warmUp(ctx context.Context, env *Env, plan *Plan, res *results.Results, run
 	}
 	for w := 1; w <= env.Config.Matrix.Warmup; w++ {
 		if ctx.Err() != nil {
-			res.Errors = append(res.Errors, "interrupted during the warm-up")
-			return
+			return // the measured cells' loop records the interrupt
 		}
 		pc := *base
 		pc.ID, pc.Rep = fmt.Sprintf("warmup-%d", w), 0
 		env.Progress.Printf("==> warm-up %d/%d: %s, not measured", w, env.Config.Matrix.Warmup, pc.Name)
 		cell := runBetween(ctx, env, pc, len(plan.Cells)+w-1, run)
 		res.Warmup = append(res.Warmup, cell)
-		if cell.Error != "" {
-			res.Errors = append(res.Errors, pc.ID+": "+cell.Error)
-			env.Progress.Printf("    error: %s", cell.Error)
-		}
-		if cell.TeardownError != "" {
-			res.Errors = append(res.Errors, pc.ID+": teardown: "+cell.TeardownError)
-		}
+		noteErrors(env, res, pc.ID, cell)
 	}
 }
 

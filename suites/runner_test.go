@@ -264,3 +264,27 @@ func TestRunCellsWarmup(t *testing.T) {
 		})
 	}
 }
+
+// A warm-up that fails is a run error (the lab is not what the measured cells expect), and the
+// measured cells still run.
+func TestRunCellsWarmupFailureIsARunError(t *testing.T) {
+	env := runnerEnv(t)
+	cfg := &config.Resolved{Config: config.Default()}
+	cfg.Matrix.Warmup = 1
+	env.Config = cfg
+	plan := &Plan{Baseline: "none", Cells: []PlannedCell{{ID: "none#1", Name: "none", Rep: 1}}}
+	res := &results.Results{}
+	runCells(context.Background(), env, plan, res, func(PlannedCell) string { return "" },
+		func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
+			if pc.ID == "warmup-1" {
+				return results.Cell{Error: "pool did not fill"}
+			}
+			return results.Cell{}
+		}, nil)
+	if len(res.Warmup) != 1 || res.Warmup[0].Error != "pool did not fill" || len(res.Cells) != 1 || res.Cells[0].Error != "" {
+		t.Fatalf("warm-up %+v, cells %+v", res.Warmup, res.Cells)
+	}
+	if strings.Join(res.Errors, "|") != "warmup-1: pool did not fill" {
+		t.Errorf("run errors %v", res.Errors)
+	}
+}

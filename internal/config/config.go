@@ -157,7 +157,7 @@ type Lab struct {
 	Housekeeping string `mapstructure:"housekeeping"`
 }
 
-// HousekeepingSteps are the lab's housekeeping steps, in the order they run.
+// HousekeepingSteps are the lab housekeeping steps there are (they run in the order given).
 var HousekeepingSteps = []string{"etcd-defrag", "apiserver-restart"}
 
 // Steps splits lab.housekeeping into its steps (none for "none" or "").

@@ -61,38 +61,21 @@ func (l *Lab) Housekeep(ctx context.Context, steps []string) (results.Housekeepi
 			}
 			return housekeepEtcd(ctx, etcd, hk)
 		},
+		// The lease holders restart with it (RestartComponent); a process the restart took down
+		// anyway shows in the health read right after, and the cell is not run.
 		"apiserver-restart": func(ctx context.Context, hk *results.Housekeeping) error {
 			start := time.Now()
-			if err := l.restartAPIServer(ctx); err != nil {
+			args, err := l.ComponentArgs("kube-apiserver")
+			if err != nil {
+				return err
+			}
+			if err := l.RestartComponent(ctx, "kube-apiserver", args); err != nil {
 				return err
 			}
 			hk.RestartSeconds = time.Since(start).Seconds()
 			return nil
 		},
 	})
-}
-
-// restartAPIServer restarts the kube-apiserver with the flags it runs with now (the lease
-// holders with it) and checks that every lab process still runs afterwards.
-func (l *Lab) restartAPIServer(ctx context.Context) error {
-	args, err := l.ComponentArgs("kube-apiserver")
-	if err != nil {
-		return err
-	}
-	if err := l.RestartComponent(ctx, "kube-apiserver", args); err != nil {
-		return err
-	}
-	var dead []string
-	for name, pid := range l.pids() {
-		if !alive(pid, "") {
-			dead = append(dead, name)
-		}
-	}
-	if len(dead) > 0 {
-		sort.Strings(dead)
-		return fmt.Errorf("after the API server's restart these lab processes no longer run: %s (logs under %s)", strings.Join(dead, ", "), l.dir)
-	}
-	return nil
 }
 
 // housekeep runs steps with the given implementations, timing the whole.
