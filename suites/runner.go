@@ -11,10 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/progress"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/stats"
 	"github.com/brakebench/brakebench/internal/teardown"
 )
 
@@ -57,28 +60,159 @@ type cellFunc func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) resu
 // runCells runs the plan's cells in order, the one loop every suite shares: a cell the plan
 // marked not applicable is recorded as such, an interrupt stops the run before the next cell,
 // every cell gets its scope, and errors reach the run's error list. describe adds to a cell's
-// progress line, outcome is printed after it.
+// progress line, outcome is printed after it. Under a sequential design (plan.Design) the cells
+// come in rounds; after each round from the design's minimum the cells whose verdict is settled
+// are closed and their later repetitions are not run (the baseline runs while any compared cell
+// does).
 func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, describe func(PlannedCell) string, run cellFunc, outcome func(results.Cell) string) {
-	warmUp(ctx, env, plan, res, run)
+	sq := newRounds(plan)
+	lo, hi := sq.bounds()
+	ov := env.Progress.Overall("cells", lo+warmups(env), hi+warmups(env))
+	defer ov.Finish()
+	warmUp(ctx, env, plan, res, run, ov)
+	sq.done = 0
 	for i, pc := range plan.Cells {
+		if i > 0 && pc.Rep != plan.Cells[i-1].Rep {
+			sq.look(env, plan, res, plan.Cells[i-1].Rep)
+			lo, hi := sq.bounds()
+			ov.Plan(lo+len(res.Warmup), hi+len(res.Warmup))
+			if sq.design != nil {
+				ov.Note(fmt.Sprintf("round %d", pc.Rep))
+			}
+		}
 		if ctx.Err() != nil {
 			res.Errors = append(res.Errors, "interrupted before cell "+pc.ID)
+			res.Incomplete = fmt.Sprintf("interrupted after %d of %s cells", sq.done, sq.planned())
 			break
 		}
 		if pc.NotApplicable != "" {
 			res.Cells = append(res.Cells, results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, Fault: pc.Fault, NotApplicable: pc.NotApplicable,
 				Controller: results.Controller{Version: pc.Version, Flags: pc.Flags}})
-			env.Progress.Printf("==> cell %d/%d: %s not applicable: %s", i+1, len(plan.Cells), pc.ID, pc.NotApplicable)
+			if pc.Rep <= 1 {
+				env.Progress.Printf("==> %s not applicable: %s", pc.Name, pc.NotApplicable)
+			}
 			continue
 		}
-		env.Progress.Printf("==> cell %d/%d: %s (%s)", i+1, len(plan.Cells), pc.ID, describe(pc))
+		if sq.closed[pc.Name] {
+			continue
+		}
+		env.Progress.Printf("==> cell %d of %s: %s (%s)", sq.done+1, sq.planned(), pc.ID, describe(pc))
+		ov.Start(pc.ID + label(env, pc))
 		cell := runBetween(ctx, env, pc, i, run)
+		ov.Done()
+		sq.done++
+		sq.left[pc.Name]--
 		res.Cells = append(res.Cells, cell)
 		res.CellOrder = append(res.CellOrder, pc.ID)
 		if cell.Error == "" && outcome != nil {
 			env.Progress.Printf("    %s", outcome(cell))
 		}
 		noteErrors(env, res, pc.ID, cell)
+	}
+	if res.Incomplete == "" && ctx.Err() != nil {
+		res.Incomplete = fmt.Sprintf("interrupted after %d of %s cells", sq.done, sq.planned())
+	}
+}
+
+// rounds tracks a run's cells under its design: how many ran, which names are closed, and the
+// planned range of cells still to come (a range under the sequential design).
+type rounds struct {
+	design *stats.Sequential
+	closed map[string]bool
+	done   int
+	left   map[string]int // planned repetitions not yet run, per open name
+}
+
+func newRounds(plan *Plan) *rounds {
+	r := &rounds{design: plan.Design, closed: map[string]bool{}, left: map[string]int{}}
+	for _, pc := range plan.Cells {
+		if pc.NotApplicable == "" {
+			r.left[pc.Name]++
+		}
+	}
+	return r
+}
+
+// planned is the number of cells the run will have run in all: "40", or under the sequential
+// design the range from "every open cell stops at its next look" to "every open cell runs to the
+// maximum" ("12-40").
+func (r *rounds) planned() string {
+	lo, hi := r.bounds()
+	if lo == hi {
+		return fmt.Sprint(hi)
+	}
+	return fmt.Sprintf("%d-%d", lo, hi)
+}
+
+// bounds is planned as numbers: the fewest and the most measured cells the run will have run.
+func (r *rounds) bounds() (lo, hi int) {
+	hi, lo = r.done, r.done
+	for _, n := range r.left {
+		hi += n
+	}
+	if r.design == nil {
+		return hi, hi
+	}
+	for name, n := range r.left {
+		if n > 0 && !r.closed[name] {
+			lo += min(n, max(r.design.MinReps-(r.design.MaxReps-n), 1))
+		}
+	}
+	return lo, hi
+}
+
+// warmups is the number of warm-up cells the run will run first.
+func warmups(env *Env) int {
+	if env.Config == nil {
+		return 0
+	}
+	return max(env.Config.Matrix.Warmup, 0)
+}
+
+// label names a cell's controller version for the overall progress line.
+func label(env *Env, pc PlannedCell) string {
+	if pc.Version == "" && env.Versions["agent-sandbox"] == "" {
+		return ""
+	}
+	return " (" + versionName(pc.Version, env.Versions["agent-sandbox"]) + ")"
+}
+
+// look runs after round `round`: from the design's minimum on, it closes every cell whose
+// verdict is settled and says why.
+func (r *rounds) look(env *Env, plan *Plan, res *results.Results, round int) {
+	for name := range r.left {
+		r.left[name] = 0
+	}
+	for _, pc := range plan.Cells {
+		if pc.NotApplicable == "" && pc.Rep > round && !r.closed[pc.Name] {
+			r.left[pc.Name]++
+		}
+	}
+	if r.design == nil || round < r.design.MinReps {
+		return
+	}
+	states := analysis.Sequential(res.Cells, plan.Names, plan.Baseline, r.design, round, false, false)
+	var open []string
+	for _, name := range plan.Names {
+		st, ok := states[name]
+		if !ok || r.closed[name] {
+			continue
+		}
+		if st.Open {
+			open = append(open, name)
+			continue
+		}
+		r.closed[name] = true
+		r.left[name] = 0
+		env.Progress.Printf("    %s: %s", name, st.Stopping.Detail)
+		if st.Verdict != nil {
+			for _, m := range st.Verdict.Metrics {
+				env.Progress.Printf("      %s", m.Text)
+			}
+		}
+	}
+	if len(open) > 0 {
+		env.Progress.Printf("==> round %d done: %d of %d cells open (%s), %s cells in all", round, len(open), len(states), strings.Join(open, ", "), r.planned())
 	}
 }
 
@@ -98,7 +232,7 @@ func noteErrors(env *Env, res *results.Results, id string, cell results.Cell) {
 // measured cells (a fresh lab serves its first cell faster than every later one), with the same
 // housekeeping and scope, and records them in res.Warmup only: no analysis, gate or drift sees
 // them. A warm-up that fails is a run error (the lab is not as the measured cells expect).
-func warmUp(ctx context.Context, env *Env, plan *Plan, res *results.Results, run cellFunc) {
+func warmUp(ctx context.Context, env *Env, plan *Plan, res *results.Results, run cellFunc, ov *progress.Overall) {
 	if env.Config == nil || env.Config.Matrix.Warmup <= 0 {
 		return
 	}
@@ -119,7 +253,9 @@ func warmUp(ctx context.Context, env *Env, plan *Plan, res *results.Results, run
 		pc := *base
 		pc.ID, pc.Rep = fmt.Sprintf("warmup-%d", w), 0
 		env.Progress.Printf("==> warm-up %d/%d: %s, not measured", w, env.Config.Matrix.Warmup, pc.Name)
+		ov.Start(pc.ID + label(env, pc))
 		cell := runBetween(ctx, env, pc, len(plan.Cells)+w-1, run)
+		ov.Done()
 		res.Warmup = append(res.Warmup, cell)
 		noteErrors(env, res, pc.ID, cell)
 	}

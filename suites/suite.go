@@ -5,6 +5,7 @@ package suites
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/brakebench/brakebench/internal/progress"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/stats"
 	"github.com/brakebench/brakebench/loadgen"
 )
 
@@ -73,6 +75,36 @@ type Plan struct {
 	Primary string                       `json:"primary,omitempty"`
 	Cells   []PlannedCell                `json:"cells"`   // in run order
 	Changes []string                     `json:"changes"` // what will be created or changed, and where
+	// Design is the sequential design the runner stops cells by (cells are ordered in rounds,
+	// round r holding repetition r of every cell); nil: the fixed design, every planned cell runs.
+	Design *stats.Sequential `json:"design,omitempty"`
+}
+
+// sequentialDesign is the design matrix.sequential asks for, or nil (the fixed design) when it is
+// off or there is only one look (matrix.repetitions not above matrix.minRepetitions).
+func sequentialDesign(m config.Matrix) *stats.Sequential {
+	if !m.Sequential || m.Repetitions <= m.MinRepetitions {
+		return nil
+	}
+	return &stats.Sequential{Alpha: 0.05, MinReps: m.MinRepetitions, MaxReps: m.Repetitions, EquivalencePct: m.Equivalence, Spending: m.Spending, StopOn: m.StopOn}
+}
+
+// inRounds orders cells in rounds for the sequential design: round r holds repetition r of every
+// cell, in an order shuffled per round with rng (seeded from the recorded seed).
+func inRounds(cells []PlannedCell, rng *rand.Rand) []PlannedCell {
+	byRep := map[int][]PlannedCell{}
+	maxRep := 0
+	for _, c := range cells {
+		byRep[c.Rep] = append(byRep[c.Rep], c)
+		maxRep = max(maxRep, c.Rep)
+	}
+	out := make([]PlannedCell, 0, len(cells))
+	for r := 0; r <= maxRep; r++ {
+		round := byRep[r]
+		rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+		out = append(out, round...)
+	}
+	return out
 }
 
 // addAxes records a cell name's axis values (empty values are left out).

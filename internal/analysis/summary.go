@@ -320,17 +320,71 @@ func (d metricDef) metric(s sample, base *sample, rng *rand.Rand) results.Metric
 	delta := &results.Delta{Abs: stats.Num(float64(m.Value) - bv), Pct: stats.Num((float64(m.Value) - bv) / bv * 100)}
 	if d.pooled != nil {
 		delta.Comparison, delta.CI = stats.CompareNestedQuantile(base.nested, s.nested, d.p, bootstrapIters, confidence, alpha, rng)
+		delta.MDEPct = stats.Num(logMDE(base.perRep, s.perRep))
 	} else {
 		delta.CI = stats.BootstrapDelta(base.perRep, s.perRep, stats.Median, bootstrapIters, confidence, rng)
 		delta.Comparison = stats.CompareReps(base.perRep, s.perRep, alpha)
+		delta.MDEPct = stats.Num(stats.MDERel(base.perRep, s.perRep, alpha))
 	}
 	m.Delta = delta
 	return m
 }
 
+// logMDE is the minimum detectable effect (%, 80% power, one test at alpha) of a latency
+// quantile at the spread of its per-repetition values on the log scale (what the
+// repetition-level tests scale with). NaN when a side has fewer than 2 finite values.
+func logMDE(base, treat []float64) float64 {
+	sd := func(xs []float64) (float64, int) {
+		var ls []float64
+		for _, x := range xs {
+			if x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) {
+				ls = append(ls, math.Log(x))
+			}
+		}
+		if len(ls) < 2 {
+			return math.NaN(), len(ls)
+		}
+		m := stats.Mean(ls)
+		v := 0.0
+		for _, l := range ls {
+			v += (l - m) * (l - m)
+		}
+		return v, len(ls)
+	}
+	va, na := sd(base)
+	vb, nb := sd(treat)
+	if math.IsNaN(va) || math.IsNaN(vb) {
+		return math.NaN()
+	}
+	pooled := math.Sqrt((va + vb) / float64(na+nb-2))
+	return stats.MDEPct(pooled, na, nb, 1.96)
+}
+
 // Summarize aggregates cells by name over repetitions and compares each with the baseline cell;
 // summaries come in the order of names (cells with other names follow in order of appearance).
+// Verdicts are those of the fixed design (one test at whatever repetitions ran).
 func Summarize(cells []results.Cell, names []string, baseline string, seed int64) []results.Summary {
+	return SummarizeDesign(cells, names, baseline, seed, nil)
+}
+
+// FixedDesign is the design of a run without sequential stopping: one test at alpha.
+func FixedDesign(maxReps int) *stats.Sequential {
+	return &stats.Sequential{Alpha: alpha, MinReps: stats.MinReps, MaxReps: max(maxReps, stats.MinReps), Fixed: true}
+}
+
+// SummarizeDesign is Summarize with the run's design: each compared cell gets its verdict on the
+// verdict metrics (claim p50 and p99) and how its repetitions ended; under a sequential design the
+// verdict metrics' comparison rows carry the design's repeated p-value and interval. A nil design
+// is the fixed one.
+func SummarizeDesign(cells []results.Cell, names []string, baseline string, seed int64, design *stats.Sequential) []results.Summary {
+	round := 0
+	for _, c := range cells {
+		round = max(round, c.Rep)
+	}
+	if design == nil {
+		design = FixedDesign(round)
+	}
+	states := Sequential(cells, append(append([]string(nil), names...), extraNames(cells, names)...), baseline, design, round, true, true)
 	rng := rand.New(rand.NewPCG(uint64(seed), 2))
 	groups := map[string][]*results.Cell{}
 	names = append([]string(nil), names...)
@@ -359,6 +413,11 @@ func Summarize(cells []results.Cell, names []string, baseline string, seed int64
 			out = append(out, sum)
 			continue
 		}
+		st := states[name]
+		if st != nil {
+			stop := st.Stopping
+			sum.Stopping, sum.Verdict = &stop, st.Verdict
+		}
 		for _, d := range metricDefs {
 			s := d.sample(groups[name])
 			if len(s.perRep) == 0 {
@@ -374,8 +433,12 @@ func Summarize(cells []results.Cell, names []string, baseline string, seed int64
 			for _, v := range s.perRep {
 				m.PerRep = append(m.PerRep, stats.Num(v))
 			}
+			if r, ok := st.seqResult(d.key); ok && !design.Fixed && base != nil {
+				sequentialRow(&m, r, design, d.value(*base))
+			}
 			sum.Metrics = append(sum.Metrics, m)
 		}
+		sum.Invariants = Invariants(groups[name])
 		out = append(out, sum)
 	}
 	return out
@@ -508,7 +571,7 @@ func SplitByVersion(r *results.Results, versions []string) []*results.Results {
 		}
 		cp.Versions["agent-sandbox"] = v
 		cp.Baseline = strings.TrimSuffix(r.Baseline, "@"+versions[0])
-		cp.Summary = Summarize(cp.Cells, names, cp.Baseline, r.Seed)
+		cp.Summary = SummarizeDesign(cp.Cells, names, cp.Baseline, r.Seed, r.Design)
 		out = append(out, &cp)
 	}
 	return out

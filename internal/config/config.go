@@ -201,6 +201,11 @@ type Workload struct {
 	ClaimTimeout  time.Duration `mapstructure:"claimTimeout"`
 	RefillTimeout time.Duration `mapstructure:"refillTimeout"`
 	FillTimeout   time.Duration `mapstructure:"fillTimeout"`
+	// RefillProjection is the window W of the refill projection: once a refill has run W since
+	// its first create, a refill whose create rate over the last W projects its completion past
+	// the end of RefillTimeout's wait (rate 0: never) is ended there, recorded as projected and
+	// not as refilled (recorder.ProjectRefill states the rule). 0 turns it off.
+	RefillProjection time.Duration `mapstructure:"refillProjection"`
 	// FillWithBrakes fills the pool with the cell's brake flags already on. Off (default): the
 	// pool is filled without them, then the controller restarts with the cell's flags before the
 	// burst (a full pool at steady state is what the brakes meet in production; with both brakes
@@ -255,6 +260,23 @@ type Matrix struct {
 	// the first cell of a run is an outlier. Warm-up cells are recorded apart and never analysed.
 	Warmup int   `mapstructure:"warmup"`
 	Seed   int64 `mapstructure:"seed"` // cell order; 0 = pick one and record it
+	// Sequential runs repetitions in rounds (one of every open cell per round, shuffled per
+	// round) and stops each cell when its verdict is settled, under a group-sequential rule whose
+	// false-positive rate over all looks is 5%; Repetitions is then the planned maximum. false:
+	// the fixed design, every cell Repetitions times in one shuffled order.
+	Sequential bool `mapstructure:"sequential"`
+	// MinRepetitions is the first look (repetitions a side). 3: the fewest with which the
+	// repetition-level Welch test has a spread to work with; a large effect can stop there.
+	MinRepetitions int `mapstructure:"minRepetitions"`
+	// Equivalence (percent) stops a cell whose repeated interval of the change lies within
+	// +-Equivalence ("no change larger than Equivalence%"); 0 turns the equivalence stop off.
+	Equivalence float64 `mapstructure:"equivalence"`
+	// Spending is how alpha is spent over the looks: pocock or obrien-fleming.
+	Spending string `mapstructure:"spending"`
+	// StopOn are the verdict metrics whose settled verdict stops a cell (claim.p50_ms,
+	// claim.p99_ms). The others are judged at the repetitions the cell got, by the same repeated
+	// intervals (valid whatever decided when to stop).
+	StopOn []string `mapstructure:"stopOn"`
 }
 
 // Brakes are the values a brake cell applies.
@@ -282,11 +304,12 @@ func Default() Config {
 		Controller: Controller{Args: []string{}, Versions: []string{}, Namespace: "agent-sandbox-system", Deployment: "agent-sandbox-controller"},
 		Workload: Workload{
 			Pool: 10, Claims: 10, Mode: "burst", Rate: 10, Duration: 60 * time.Second, Steps: []float64{},
-			ClaimTimeout: 3 * time.Minute, RefillTimeout: 3 * time.Minute, FillTimeout: 5 * time.Minute,
+			ClaimTimeout: 3 * time.Minute, RefillTimeout: 3 * time.Minute, FillTimeout: 5 * time.Minute, RefillProjection: 10 * time.Second,
 			Image: "registry.k8s.io/pause:3.10", Placement: "simulated",
 		},
 		Loadgen: Loadgen{Connections: 1, Identity: "exempt", MaxInFlight: 1000, Runner: "local", RunnerStartup: 20 * time.Second},
-		Matrix:  Matrix{Brakes: []string{"none"}, Repetitions: 1, ControllerArgs: []string{}, Faults: []string{"none"}},
+		Matrix: Matrix{Brakes: []string{"none"}, Repetitions: 1, ControllerArgs: []string{}, Faults: []string{"none"},
+			Sequential: true, MinRepetitions: 3, Equivalence: 15, Spending: "pocock", StopOn: []string{"claim.p99_ms"}},
 		Faults: Faults{
 			APF:          APFFault{Target: "controller", Shares: 1, Queues: 1, QueueLength: 16},
 			GPU:          GPUFault{Nodes: 1, Kind: "xid", XID: 79, Escalate: "taint", ArmAfter: time.Second, MaxUnavailableFraction: 0.2},

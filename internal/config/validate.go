@@ -114,6 +114,7 @@ func (r *Resolved) validate() error {
 		{outside(c.Workload.ClaimTimeout, 1, maxDuration), "workload.claimTimeout", "a positive duration up to 24h", c.Workload.ClaimTimeout},
 		{outside(c.Workload.RefillTimeout, 1, maxDuration), "workload.refillTimeout", "a positive duration up to 24h", c.Workload.RefillTimeout},
 		{outside(c.Workload.FillTimeout, 1, maxDuration), "workload.fillTimeout", "a positive duration up to 24h", c.Workload.FillTimeout},
+		{c.Workload.RefillProjection != 0 && outside(c.Workload.RefillProjection, time.Second, maxDuration), "workload.refillProjection", "0 (off) or a window from 1s to 24h", c.Workload.RefillProjection},
 		{c.Workload.Image == "", "workload.image", "a container image name", `""`},
 		{outside(c.Loadgen.Connections, 1, 1000), "loadgen.connections", "1 to 1000", c.Loadgen.Connections},
 		{outside(c.Loadgen.QPS, 0, maxRate), "loadgen.qps", "0 (unlimited) or a positive rate up to 100000", c.Loadgen.QPS},
@@ -128,6 +129,11 @@ func (r *Resolved) validate() error {
 		{outside(c.Loadgen.RunnerStartup, time.Second, time.Hour), "loadgen.runnerStartup", "a duration from 1s to 1h", c.Loadgen.RunnerStartup},
 		{outside(c.Matrix.Repetitions, 1, 1000), "matrix.repetitions", "1 to 1000", c.Matrix.Repetitions},
 		{outside(c.Matrix.Warmup, 0, 10), "matrix.warmup", "0 to 10", c.Matrix.Warmup},
+		{c.Matrix.Sequential && c.Matrix.Repetitions > 50, "matrix.repetitions", "1 to 50 with matrix.sequential true (the planned maximum of the sequential design; set matrix.sequential=false for more)", c.Matrix.Repetitions},
+		{outside(c.Matrix.MinRepetitions, 2, 1000), "matrix.minRepetitions", "2 to 1000 (the first look of the sequential design; above matrix.repetitions it is the fixed design)", c.Matrix.MinRepetitions},
+		{c.Matrix.Equivalence < 0 || c.Matrix.Equivalence >= 100 || math.IsNaN(c.Matrix.Equivalence), "matrix.equivalence", "a percentage from 0 (off) to under 100", c.Matrix.Equivalence},
+		{len(c.Matrix.StopOn) == 0 || !allOneOf(c.Matrix.StopOn, "claim.p50_ms", "claim.p99_ms"), "matrix.stopOn", "a non-empty list from claim.p50_ms, claim.p99_ms", c.Matrix.StopOn},
+		{!oneOf(c.Matrix.Spending, "pocock", "obrien-fleming"), "matrix.spending", "pocock or obrien-fleming", c.Matrix.Spending},
 		{len(c.Matrix.Brakes) == 0, "matrix.brakes", "a non-empty list of brake cells (see `brakebench suites`)", "[]"},
 		{c.Brakes.ReplenishDelay < 0, "brakes.replenishDelay", "a duration of 0 or more", c.Brakes.ReplenishDelay},
 		{c.Brakes.MaxRefillRate < 0, "brakes.maxRefillRate", "0 or a positive rate in sandboxes/s", c.Brakes.MaxRefillRate},
@@ -394,4 +400,14 @@ func (r *Resolved) finiteFloats() error {
 		return nil
 	}
 	return walk(reflect.ValueOf(r.Config), "")
+}
+
+// allOneOf reports whether every item is one of allowed.
+func allOneOf(items []string, allowed ...string) bool {
+	for _, it := range items {
+		if !oneOf(it, allowed...) {
+			return false
+		}
+	}
+	return true
 }

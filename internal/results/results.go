@@ -46,6 +46,11 @@ type Results struct {
 	AxisPrimary string                       `json:"axisPrimary,omitempty"`
 	Gates       []gates.Verdict              `json:"gates,omitempty"`
 	Errors      []string                     `json:"errors,omitempty"`
+	// Incomplete says why the run did not finish its plan (interrupted, a broken lab): its
+	// verdicts cover only what ran, and no report calls it a pass.
+	Incomplete string `json:"incomplete,omitempty"`
+	// Design is the sequential design the cells were stopped by (nil: the fixed design).
+	Design *stats.Sequential `json:"design,omitempty"`
 	// Drift is how the cluster itself changed during the run (nil when too few repetitions).
 	Drift *Drift `json:"drift,omitempty"`
 	// LabOverRun is how the lab's own state moved from the first cell to the last (lab runs).
@@ -441,6 +446,18 @@ type CellStats struct {
 	RefillSeconds *float64 `json:"refillSeconds"`
 	// RefillStartSeconds: T0 -> first refill sandbox created.
 	RefillStartSeconds *float64 `json:"refillStartSeconds"`
+	// RefillEndedSeconds: T0 -> the wait for the refill was ended because the refill's create
+	// rate over the last workload.refillProjection projected its completion past the wait's end
+	// (recorder.ProjectRefill); nil when the wait was not ended that way. RefillSeconds is then
+	// nil (not refilled), and so are the refill create ratios of Correctness (an unfinished
+	// refill's ratio is not a measurement of over-creation).
+	RefillEndedSeconds *float64 `json:"refillEndedSeconds,omitempty"`
+	// RefillProjectedSeconds: T0 -> the completion that projection put the refill at; nil when
+	// not projected, or when no create came in the window (rate 0: never).
+	RefillProjectedSeconds *float64 `json:"refillProjectedSeconds,omitempty"`
+	// RefillProjection says it in one sentence: "refill projected at N s from the rate over the
+	// last M (...); ended at K s".
+	RefillProjection string `json:"refillProjection,omitempty"`
 	// ControllerLatencyMS: quantiles of agent_sandbox_client_claim_startup_latency_ms over the cell.
 	ControllerLatencyMS *stats.Quantiles `json:"controllerLatencyMs,omitempty"`
 	// PodStart: the pods created after T0, step by step as the harness's informers saw them
@@ -542,6 +559,66 @@ type Summary struct {
 	Reps          int      `json:"reps"`
 	NotApplicable string   `json:"notApplicable,omitempty"`
 	Metrics       []Metric `json:"metrics"`
+	// Stopping says how many repetitions the cell got and why it got no more (nil in results
+	// written before the sequential design).
+	Stopping *Stopping `json:"stopping,omitempty"`
+	// Verdict is the cell's answer against the baseline on the metrics its verdict rests on
+	// (nil for the baseline itself and for cells that were not compared).
+	Verdict *Verdict `json:"verdict,omitempty"`
+	// Invariants are the metrics with an ideal value, judged per repetition.
+	Invariants []InvariantVerdict `json:"invariants,omitempty"`
+}
+
+// Stopping records how a cell's repetitions ended.
+type Stopping struct {
+	Design  string `json:"design"` // "sequential" or "fixed"
+	Reps    int    `json:"reps"`   // measured repetitions the cell got
+	MinReps int    `json:"minReps"`
+	MaxReps int    `json:"maxReps"`
+	// Reason: "effect" (a verdict metric crossed its boundary), "equivalence" (every verdict
+	// metric's interval inside +-matrix.equivalence), "max" (the planned maximum), "baseline"
+	// (ran while a compared cell ran), "fixed" (the fixed design), "interrupted", "errors".
+	Reason string `json:"reason"`
+	Detail string `json:"detail"` // one sentence for the report
+}
+
+// Verdict answers "does this cell make claims faster or slower than the baseline, and by how
+// much" on the verdict metrics (claim p50 and p99).
+type Verdict struct {
+	Metrics []MetricVerdict `json:"metrics"`
+}
+
+// MetricVerdict is one verdict metric of a cell against the baseline.
+type MetricVerdict struct {
+	Key string `json:"key"` // e.g. claim.p99_ms
+	// Verdict: "faster", "slower" (lower/higher latency beyond the boundary), "equivalent" (no
+	// change larger than EquivalencePct), "~" (not settled at the planned maximum) or
+	// "insufficient repetitions".
+	Verdict string    `json:"verdict"`
+	Pct     stats.Num `json:"pct"` // estimated change, % of the baseline (ratio of repetition geometric means)
+	// CI is the interval of Pct valid for the design (a repeated confidence interval under the
+	// sequential design, at the look the verdict was reached).
+	CI stats.CI `json:"ci"`
+	// P is the p-value valid for the design (the repeated p-value under the sequential design).
+	P stats.Num `json:"p"`
+	// MDEPct is the smallest change (%) this comparison had 80% power to detect at the spread
+	// between repetitions it measured.
+	MDEPct         stats.Num `json:"mdePct"`
+	EquivalencePct float64   `json:"equivalencePct,omitempty"`
+	Look           int       `json:"look"` // repetitions (per side, the smaller) when it was settled
+	Text           string    `json:"text"` // one line for the report and the terminal
+}
+
+// InvariantVerdict is a metric with an ideal value judged per repetition: "violated in 3 of 3
+// repetitions (45, 27, 4)" or "held in 5 of 5".
+type InvariantVerdict struct {
+	Key       string      `json:"key"`
+	Ideal     float64     `json:"ideal"`
+	Tolerance float64     `json:"tolerance"` // a repetition within Ideal +- Tolerance holds
+	Reps      int         `json:"reps"`
+	Violated  int         `json:"violated"`
+	Values    []stats.Num `json:"values"` // the violating repetitions' values
+	Text      string      `json:"text"`
 }
 
 // Metric is one summarized number with its CI and the comparison against the baseline cell.
@@ -560,6 +637,10 @@ type Delta struct {
 	Pct        stats.Num        `json:"pct"`
 	CI         stats.CI         `json:"ci"` // bootstrap 95% CI of the difference
 	Comparison stats.Comparison `json:"comparison"`
+	// MDEPct is the smallest change (% of the baseline) this comparison had 80% power to detect
+	// at alpha, given the spread between repetitions it measured (null when it cannot be
+	// estimated: fewer than 2 repetitions a side, or a metric that does not vary).
+	MDEPct stats.Num `json:"mdePct"`
 }
 
 // Write saves r as dir/results.json.
