@@ -27,6 +27,9 @@ type Comparison struct {
 	Cells    []analysis.RunComparison
 	Warnings []string
 	Charts   []Chart
+	// Invariants are each shared cell's invariants judged in every run (verdicts per
+	// repetition; their rows print these instead of a p-value).
+	Invariants []analysis.InvariantAcross
 }
 
 // NewComparison checks that runs can be compared (same suite and schema: an error otherwise),
@@ -68,6 +71,7 @@ func NewComparison(paths []string, runs []*results.Results) (*Comparison, error)
 	if len(c.Cells) == 0 {
 		return nil, fmt.Errorf("the runs share no cell name to compare")
 	}
+	c.Invariants = analysis.CompareInvariants(runs, c.Cells)
 	for _, cell := range c.Cells {
 		var groups []cdfGroup
 		for i, r := range runs {
@@ -105,8 +109,38 @@ func valueCI(m results.Metric) string {
 	return FormatNum(float64(m.Value), m.Unit) + " " + fmtCI(&m)
 }
 
-// Text writes the benchstat-style terminal table.
+// InvariantLines are the invariants violated in some run, regressions first ("regression: cell
+// none: correctness.pool_excess_max violated in 3 of 3 repetitions (45, 27, 4) in B, held in 3 of
+// 3 repetitions in A"), or one line saying they all held ("" when none was judged).
+func (c *Comparison) InvariantLines() []string {
+	var out []string
+	for _, ch := range analysis.InvariantChanges(c.Invariants) {
+		out = append(out, ch.Text)
+	}
+	if len(out) == 0 && len(c.Invariants) > 0 {
+		out = append(out, "invariants: held in every repetition of every shared cell in every run")
+	}
+	return out
+}
+
+// VsA is the "vs A" entry of a cell's metric in run i: both runs' verdicts for an invariant, the
+// delta (p-value or "~") for any other metric.
+func (c *Comparison) VsA(cell, key string, i int, d *results.Delta) string {
+	for _, ia := range c.Invariants {
+		if ia.Cell == cell && ia.Key == key {
+			if t := ia.VsA(i); t != "" {
+				return t
+			}
+		}
+	}
+	return FormatDelta(d)
+}
+
+// Text writes the benchstat-style terminal table, the invariants' verdicts first.
 func (c *Comparison) Text(w io.Writer) {
+	for _, l := range c.InvariantLines() {
+		fmt.Fprintln(w, l)
+	}
 	for i, r := range c.Runs {
 		fmt.Fprintf(w, "%s  %s on %s/%s (Kubernetes %s, %d nodes%s%s, harness RTT %.1f ms), %s, agent-sandbox %s\n", c.Labels[i], r.Suite,
 			r.Cluster.Provider, r.Cluster.Distribution, r.Cluster.ServerVersion, r.Cluster.Nodes, typesText(r.Cluster.InstanceTypes),
@@ -131,7 +165,7 @@ func (c *Comparison) Text(w io.Writer) {
 			for i, rm := range m.Runs {
 				row = append(row, valueCI(rm))
 				if i > 0 {
-					row = append(row, FormatDelta(rm.Delta))
+					row = append(row, c.VsA(cell.Cell, m.Key, i, rm.Delta))
 				}
 			}
 			fmt.Fprintln(tw, strings.Join(row, "\t"))
@@ -142,7 +176,7 @@ func (c *Comparison) Text(w io.Writer) {
 
 // HTML renders compare.html (self-contained).
 func (c *Comparison) HTML() ([]byte, error) {
-	t, err := template.New("compare").Funcs(template.FuncMap{"vci": valueCI, "delta": FormatDelta}).Parse(compareTemplate)
+	t, err := template.New("compare").Funcs(template.FuncMap{"vci": valueCI, "delta": FormatDelta, "hasPrefix": strings.HasPrefix}).Parse(compareTemplate)
 	if err != nil {
 		return nil, err
 	}

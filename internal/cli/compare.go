@@ -33,7 +33,8 @@ func (a *app) compareCmd() *cobra.Command {
 				return badInput(err)
 			}
 			c.Text(a.stdout)
-			regs := analysis.Regressions(c.Cells)
+			// Invariants violated in a later run that held in A come first.
+			regs := analysis.RunRegressions(c.Cells, c.Invariants)
 			for _, r := range regs {
 				fmt.Fprintln(a.stdout, "REGRESSION", r)
 			}
@@ -53,12 +54,12 @@ func (a *app) compareCmd() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "\ncompare: %s\n", path)
 			if gate && len(regs) > 0 {
-				return &ExitError{Code: ExitGateFailed, Err: fmt.Errorf("%d significant regression(s) against %s", len(regs), args[0])}
+				return &ExitError{Code: ExitGateFailed, Err: fmt.Errorf("%d regression(s) against %s", len(regs), args[0])}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory for compare.html (default: next to the last results file)")
-	cmd.Flags().BoolVar(&gate, "gate", false, "exit 3 when a latency, failure or correctness metric of a later run is significantly worse than in the first")
+	cmd.Flags().BoolVar(&gate, "gate", false, "exit 3 when an invariant held in the first run is violated in a later one, or a latency, failure or correctness metric of a later run is significantly worse than in the first")
 	return cmd
 }

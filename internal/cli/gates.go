@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/brakebench/brakebench/configs"
@@ -39,8 +40,8 @@ func (gf *gateFlags) loadBaseline(suite string) error {
 }
 
 // load parses the user's gate file (every cell(...) in it must select a cell of the run), or the
-// suite's embedded default gates, keeping those whose cells the run has and writing a line to w
-// for each gate it skips. Errors are bad input (exit 2).
+// suite's embedded default gates, keeping those whose cells the run has and writing one line to
+// w that sums up the gates it skips (skippedSummary). Errors are bad input (exit 2).
 func (gf *gateFlags) load(w io.Writer, suite string, schema gates.Schema) ([]gates.Gate, error) {
 	schema.Metrics = analysis.MetricUnits()
 	if err := gf.loadBaseline(suite); err != nil {
@@ -73,10 +74,63 @@ func (gf *gateFlags) load(w io.Writer, suite string, schema gates.Schema) ([]gat
 		return nil, fmt.Errorf("built-in gates: %w", err)
 	}
 	kept, skipped := gates.ForCells(gs, schema)
-	for _, s := range skipped {
-		fmt.Fprintln(w, "note:", s)
+	if len(skipped) > 0 {
+		fmt.Fprintln(w, skippedSummary(skipped))
 	}
 	return kept, nil
+}
+
+// skippedSummary sums up the built-in gates ForCells skipped in one line: how many, and the cells
+// they are about that the matrix does not have ("gates: 2 built-in gates skipped (cells not in
+// this matrix: both, max-batch-size)").
+func skippedSummary(skipped []string) string {
+	const marker = "this run has no cell "
+	var cells []string
+	for _, s := range skipped {
+		_, missing, ok := strings.Cut(s, marker)
+		if !ok {
+			continue
+		}
+		for _, c := range splitTopLevel(missing) {
+			if !slices.Contains(cells, c) {
+				cells = append(cells, c)
+			}
+		}
+	}
+	noun := "gates"
+	if len(skipped) == 1 {
+		noun = "gate"
+	}
+	line := fmt.Sprintf("gates: %d built-in %s skipped", len(skipped), noun)
+	if len(cells) > 0 {
+		line += " (cells not in this matrix: " + strings.Join(cells, ", ") + ")"
+	}
+	return line
+}
+
+// splitTopLevel splits a list of selectors at the ", " outside parentheses and quotes (an axis
+// selector reads "(brake=both, version=v0.5.5)").
+func splitTopLevel(s string) []string {
+	var out []string
+	depth, quoted, start := 0, false, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && quoted:
+			i++
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0 && strings.HasPrefix(s[i:], ", "):
+			out = append(out, s[start:i])
+			start = i + 2
+			i++
+		}
+	}
+	return append(out, s[start:])
 }
 
 func summaryNames(r *results.Results) []string {
@@ -93,8 +147,9 @@ func summaryNames(r *results.Results) []string {
 // significantly worse in a cell both runs have (repetition-level inference, as compare).
 func baselineVerdict(base *results.Results, path string, res *results.Results) gates.Verdict {
 	v := gates.Verdict{Name: "no significant regression against the baseline", Expr: "baseline " + path, Passed: true}
-	cmp := analysis.CompareRuns([]*results.Results{base, res}, res.Seed)
-	regs := analysis.Regressions(cmp)
+	runs := []*results.Results{base, res}
+	cmp := analysis.CompareRuns(runs, res.Seed)
+	regs := analysis.RunRegressions(cmp, analysis.CompareInvariants(runs, cmp))
 	switch {
 	case len(cmp) == 0:
 		v.Passed, v.Message = false, "the run shares no cell name with the baseline: nothing was compared"
@@ -102,7 +157,7 @@ func baselineVerdict(base *results.Results, path string, res *results.Results) g
 		v.Passed, v.Message = false, strings.Join(regs, "; ")
 		v.Measured = float64(len(regs))
 	default:
-		v.Message = fmt.Sprintf("passed: %d shared cells, no latency, failure or correctness metric significantly worse", len(cmp))
+		v.Message = fmt.Sprintf("passed: %d shared cells, no invariant newly violated, no latency, failure or correctness metric significantly worse", len(cmp))
 	}
 	return v
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/cli"
 	"github.com/brakebench/brakebench/internal/results"
 )
@@ -70,8 +71,26 @@ func TestUpgradePreset(t *testing.T) {
 			t.Errorf("%s: %d/%d failed", name, c.Stats.Failed, c.Stats.Total)
 		}
 	}
-	if len(r.Gates) != 2 || !r.Gates[0].Passed || r.Gates[1].Passed || !strings.Contains(r.Gates[1].Message, "0 >= 1 is false") {
-		t.Errorf("gates: %+v", r.Gates)
+	// The file's two gates, then the built-in invariant gate over every version's cells: it fails
+	// exactly when some repetition of some cell violated an invariant (v0.5.3's over-fill), and the
+	// summary says which, per repetition.
+	violated := false
+	for _, s := range r.Summary {
+		for _, iv := range s.Invariants {
+			if iv.Violated > 0 {
+				violated = true
+				t.Logf("%s %s: %s", s.Name, iv.Key, iv.Text)
+				if !strings.Contains(iv.Text, "violated in ") {
+					t.Errorf("%s %s: text %q", s.Name, iv.Key, iv.Text)
+				}
+			}
+		}
+	}
+	if len(r.Gates) != 3 || !r.Gates[0].Passed || r.Gates[1].Passed || !strings.Contains(r.Gates[1].Message, "0 >= 1 is false") ||
+		r.Gates[2].Name != analysis.InvariantGateName || r.Gates[2].Passed == violated {
+		t.Errorf("gates (an invariant violated: %v): %+v", violated, r.Gates)
+	} else {
+		t.Logf("invariants: %s", r.Gates[2].Message)
 	}
 	if r.CellAxes["none@v0.5.3"]["version"] != "v0.5.3" || r.AxisPrimary != "brake" {
 		t.Errorf("cell axes not recorded: %v %q", r.CellAxes, r.AxisPrimary)
