@@ -39,6 +39,11 @@ type Report struct {
 	NoiseFloors []NoiseFloor
 	// Faults are the cells' fault timelines and statistics.
 	Faults []FaultCell
+	// Answer is the Verdict section (nil when no cell has a verdict).
+	Answer *Answer
+	// Incomplete heads a run that did not finish its plan ("" for a complete run): its gates are
+	// never reported as a pass.
+	Incomplete string
 }
 
 // NoiseFloor is an A/A pair: identical cells compared, metric by metric.
@@ -62,9 +67,9 @@ type Row struct {
 
 // RowCell is one metric of one cell.
 type RowCell struct {
-	Value, CI, Delta, P string
-	Significant         bool
-	NA                  bool
+	Value, CI, Delta, P, MDE string
+	Significant              bool
+	NA                       bool
 }
 
 // Chart is one inline SVG chart.
@@ -90,7 +95,8 @@ func fmtCI(m *results.Metric) string {
 
 // Build assembles the report model: tables, charts (inline SVG) and cross-checks.
 func Build(r *results.Results, verdicts []gates.Verdict) (*Report, error) {
-	rep := &Report{R: r, Verdicts: verdicts, Failed: gates.Failed(verdicts), Raw: "results.json"}
+	rep := &Report{R: r, Verdicts: verdicts, Failed: gates.Failed(verdicts), Raw: "results.json",
+		Answer: buildAnswer(r), Incomplete: IncompleteText(r)}
 	for _, s := range r.Summary {
 		rep.Cells = append(rep.Cells, s.Name)
 	}
@@ -119,6 +125,7 @@ func Build(r *results.Results, verdicts []gates.Verdict) (*Report, error) {
 			rc := RowCell{Value: FormatNum(float64(m.Value), m.Unit), CI: fmtCI(m)}
 			if d := m.Delta; d != nil {
 				rc.Significant = d.Comparison.Significant
+				rc.MDE = mdeText(float64(d.MDEPct))
 				rc.P = fmt.Sprintf("p=%.3f", float64(d.Comparison.P))
 				if math.IsNaN(float64(d.Comparison.P)) {
 					rc.P = shortNote(d.Comparison.Note)
@@ -132,6 +139,7 @@ func Build(r *results.Results, verdicts []gates.Verdict) (*Report, error) {
 					rc.Delta = "~"
 				}
 			}
+			invariantCell(&rc, s, k)
 			row.Values = append(row.Values, rc)
 		}
 		rep.Rows = append(rep.Rows, row)
@@ -243,6 +251,7 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("%.1f s", *p)
 	},
 	"num":        FormatNum,
+	"label":      verdictHeader,
 	"labOverRun": LabOverRunText,
 	"warmup":     WarmupText,
 	"engaged": func(b *bool) string {

@@ -55,6 +55,13 @@ func JUnit(r *results.Results, verdicts []gates.Verdict) ([]byte, error) {
 		}
 		s.Cases = append(s.Cases, c)
 	}
+	// An incomplete run is not a pass, however its gates read on the cells that ran.
+	if why := IncompleteText(r); why != "" {
+		s.Tests++
+		s.Failures++
+		s.Cases = append(s.Cases, junitCase{Name: "run completed its plan", ClassName: "brakebench." + r.Suite + ".run",
+			SystemOut: why, Failure: &junitFailure{Message: why, Text: why}})
+	}
 	out, err := xml.MarshalIndent(junitSuites{Suites: []junitSuite{s}}, "", "  ")
 	if err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ func render(t *testing.T) (string, []byte) {
 func TestReportIsCompleteAndSelfContained(t *testing.T) {
 	_, page := render(t)
 	s := string(page)
-	order := []string{`id="verdict"`, `id="provenance"`, `id="comparison"`, `id="charts"`, `id="faults"`, `id="crosscheck"`, `id="raw"`}
+	order := []string{`id="verdict"`, `id="gates"`, `id="provenance"`, `id="comparison"`, `id="charts"`, `id="faults"`, `id="crosscheck"`, `id="raw"`}
 	last := -1
 	for _, id := range order {
 		i := strings.Index(s, id)

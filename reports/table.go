@@ -75,7 +75,12 @@ func shortNote(n string) string {
 }
 
 // Table writes the cells side by side with each cell's delta against the baseline.
+// An incomplete run is headed as such (IncompleteText).
 func Table(w io.Writer, r *results.Results) {
+	if t := IncompleteText(r); t != "" {
+		fmt.Fprintln(w, t)
+	}
+	Verdicts(w, r)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	var head []string
 	head = append(head, "metric")
@@ -96,7 +101,7 @@ func Table(w io.Writer, r *results.Results) {
 			default:
 				any = any || !math.IsNaN(float64(m.Value))
 				cellText := FormatNum(float64(m.Value), m.Unit)
-				if d := FormatDelta(m.Delta); d != "" {
+				if d := deltaText(s, m); d != "" {
 					cellText += " " + d
 				}
 				row = append(row, cellText)
@@ -164,4 +169,45 @@ func tableRows() []string {
 		rows = append(rows, m.Key)
 	}
 	return rows
+}
+
+// Verdicts prints the answer first, one block per compared cell: the verdict metrics' lines, how
+// its repetitions ended, and its invariants. Nothing when no summary has a verdict.
+func Verdicts(w io.Writer, r *results.Results) {
+	a := buildAnswer(r)
+	if a == nil {
+		return
+	}
+	fmt.Fprintln(w, "verdict (against "+r.Baseline+"):")
+	for _, s := range r.Summary {
+		switch {
+		case s.NotApplicable != "":
+			fmt.Fprintf(w, "  %s: not applicable: %s\n", s.Name, s.NotApplicable)
+			continue
+		case s.Verdict == nil && s.Name != r.Baseline:
+			continue
+		}
+		line := "  " + s.Name + ":"
+		if s.Verdict != nil {
+			var parts []string
+			for _, m := range s.Verdict.Metrics {
+				parts = append(parts, m.Text)
+			}
+			line += " " + strings.Join(parts, "; ")
+		} else {
+			line += " baseline"
+		}
+		fmt.Fprintln(w, line)
+		if st := s.Stopping; st != nil && st.Detail != "" {
+			fmt.Fprintf(w, "      %s\n", st.Detail)
+		}
+		held, violated := invariantsText(s.Invariants)
+		for _, v := range violated {
+			fmt.Fprintf(w, "      invariant violated: %s\n", v)
+		}
+		if len(violated) == 0 && held != "" {
+			fmt.Fprintf(w, "      %s\n", held)
+		}
+	}
+	fmt.Fprintln(w)
 }
