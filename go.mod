@@ -3,6 +3,7 @@ module github.com/brakebench/brakebench
 go 1.26.8
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/go-viper/mapstructure/v2 v2.4.0
 	github.com/google/go-containerregistry v0.22.1

@@ -151,7 +151,11 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 		p.Baseline = p.Names[0]
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6272616b65))
-	rng.Shuffle(len(p.Cells), func(i, j int) { p.Cells[i], p.Cells[j] = p.Cells[j], p.Cells[i] })
+	if p.Design = sequentialDesign(cfg.Matrix); p.Design != nil {
+		p.Cells = inRounds(p.Cells, rng)
+	} else {
+		rng.Shuffle(len(p.Cells), func(i, j int) { p.Cells[i], p.Cells[j] = p.Cells[j], p.Cells[i] })
+	}
 	wl := cfg.Workload
 	var load string
 	switch wl.Mode {
@@ -183,11 +187,16 @@ func axisVersion(v string) string {
 	return v
 }
 
-func versionName(v string) string {
-	if v == "" {
-		return "(pinned version)"
+// versionName names a cell's controller version in progress lines: "" is the run's pinned
+// version (env.Versions["agent-sandbox"]), named as such only when that is unknown.
+func versionName(v, pinned string) string {
+	switch {
+	case v != "":
+		return v
+	case pinned != "":
+		return pinned
 	}
-	return v
+	return "(pinned version)"
 }
 
 // argSetLabel names a controller-arg set in a cell name.
@@ -229,7 +238,7 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 	rng := rand.New(rand.NewPCG(uint64(plan.Seed), 1))
 	runCells(ctx, env, plan, res,
 		func(pc PlannedCell) string {
-			return fmt.Sprintf("version %s, flags: %s", versionName(pc.Version), flagList(pc.Flags))
+			return fmt.Sprintf("version %s, flags: %s", versionName(pc.Version, env.Versions["agent-sandbox"]), flagList(pc.Flags))
 		},
 		func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
 			var cell results.Cell
@@ -242,7 +251,7 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 			cell.Controller = results.Controller{Version: version, Flags: flags}
 			return cell
 		}, oneLine)
-	res.Summary = analysis.Summarize(res.Cells, plan.Names, res.Baseline, plan.Seed)
+	res.Summary, res.Design = analysis.SummarizeDesign(res.Cells, plan.Names, res.Baseline, plan.Seed, plan.Design), plan.Design
 	res.Loadgen = results.Loadgen{Identity: cfg.Loadgen.Identity, Connections: cfg.Loadgen.Connections, QPS: cfg.Loadgen.QPS, MaxInFlight: cfg.Loadgen.MaxInFlight, Runner: cfg.Loadgen.Runner}
 	if env.APF != nil {
 		res.Loadgen.FlowSchema, res.Loadgen.PriorityLevel = env.APF.FlowSchema, env.APF.PriorityLevel

@@ -14,7 +14,6 @@ import (
 	"github.com/brakebench/brakebench/internal/images"
 	"github.com/brakebench/brakebench/internal/lab"
 	"github.com/brakebench/brakebench/internal/labbuild"
-	"github.com/brakebench/brakebench/internal/progress"
 )
 
 func (a *app) newLab(cfg *config.Resolved) (*lab.Lab, error) {
@@ -25,7 +24,7 @@ func (a *app) newLab(cfg *config.Resolved) (*lab.Lab, error) {
 	if cfg.Controller.Version != "" {
 		v.AgentSandbox = cfg.Controller.Version
 	}
-	return lab.New(cfg.Lab, v, progress.New(a.stderr))
+	return lab.New(cfg.Lab, v, a.progress())
 }
 
 // loadLab resolves the configuration and returns a handle on its lab (nothing is started).

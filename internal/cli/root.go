@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/brakebench/brakebench/internal/progress"
 	"io"
 	"os"
 	"os/signal"
@@ -84,6 +85,17 @@ type app struct {
 	// moduleDir finds a module in the Go module cache, downloading it on first use; nil: the
 	// lab builder's (tests replace it).
 	moduleDir func(ctx context.Context, mod, version string) (string, error)
+	// prog is the command's one progress display on stderr (the lab's builds and the run's cells
+	// share it, so neither's bars redraw over the other's lines).
+	prog *progress.Progress
+}
+
+// progress returns the command's progress display, created on first use.
+func (a *app) progress() *progress.Progress {
+	if a.prog == nil {
+		a.prog = progress.New(a.stderr)
+	}
+	return a.prog
 }
 
 // interrupted is the error of a command stopped by Ctrl-C or SIGTERM (exit 130).
