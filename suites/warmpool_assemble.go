@@ -29,6 +29,9 @@ type cellInput struct {
 	fillMetrics map[string]results.Scrape
 	// passes are the controller's create passes after T0 (nil: its log cannot be read).
 	passes []int
+	// projection, when set, ended the wait for the refill (recorder.ProjectRefill): the cell is
+	// recorded as projected, never as refilled.
+	projection *recorder.Projection
 }
 
 func rel(t, t0 time.Time) *float64 {
@@ -156,6 +159,16 @@ func assemble(in cellInput) results.Cell {
 			st.RefillSeconds = &v
 		}
 	}
+	if p := in.projection; p != nil {
+		// Ended by projection: not refilled, whatever a pool sample after the end may say. The
+		// ceilings and timelines above stand (they measure what happened up to the end).
+		st.RefillSeconds = nil
+		st.RefillEndedSeconds = rel(p.At, in.t0)
+		if !p.Finish.IsZero() {
+			st.RefillProjectedSeconds = rel(p.Finish, in.t0)
+		}
+		st.RefillProjection = p.Text(in.t0)
+	}
 
 	correctness(&c, in)
 	controllerStats(st, in.metrics)
@@ -174,7 +187,13 @@ func correctness(c *results.Cell, in cellInput) {
 		}
 		return t
 	}
-	if slots := float64(c.Stats.Warm); slots > 0 {
+	// A refill ended by projection is unfinished by design: its creates per slot read below 1 by
+	// what was left to create, which measures the brake's pace, not over-creation, and would pull
+	// the cell's median and its comparison with a finished baseline. Left null (not measured),
+	// as is the API server's refill create ratio. (A refill that ran out the whole wait keeps its
+	// ratio; the invariant skips it, analysis.settled.)
+	unfinished := in.projection != nil
+	if slots := float64(c.Stats.Warm); slots > 0 && !unfinished {
 		v := sum(c.Timeline.RefillCreates) / slots
 		cr.RefillCreatesPerSlot = &v
 	}
@@ -211,7 +230,9 @@ func correctness(c *results.Cell, in cellInput) {
 	}
 	cr.FillAPICreatesPerSlot = perSlot(sandboxRequests(in.fillMetrics, "POST"), float64(in.poolSize))
 	cr.FillAPIDeletes = sandboxRequests(in.fillMetrics, "DELETE")
-	cr.RefillAPICreatesPerSlot = perSlot(sandboxRequests(in.metrics, "POST"), float64(c.Stats.Warm))
+	if !unfinished {
+		cr.RefillAPICreatesPerSlot = perSlot(sandboxRequests(in.metrics, "POST"), float64(c.Stats.Warm))
+	}
 	cr.RefillAPIDeletes = sandboxRequests(in.metrics, "DELETE")
 	if m := in.snap.MaxPoolMembers[in.pool]; m > in.poolSize {
 		cr.PoolExcessMax = m - in.poolSize

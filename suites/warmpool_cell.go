@@ -16,6 +16,7 @@ import (
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
 	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
+	"github.com/brakebench/brakebench/internal/teardown"
 	"github.com/brakebench/brakebench/loadgen"
 )
 
@@ -27,6 +28,17 @@ const (
 
 // runCell runs one cell in its scope: template and pool, wait full, fire, wait Ready and refill,
 // scrape, assemble. Errors end up in cell.Error; the run goes on.
+//
+// cell.Phases times every wait of the cell, in order (seconds): recorder (its informers sync),
+// scrape_fill (the API server's counters before the fill), fill, brakes (the controller's restart
+// with the cell's flags, its first reconcile and the brakes that act on the cluster),
+// fault_arm, scrape_burst (every target's counters before the burst), loadgen_setup (identity,
+// APF classification, connections warmed, up to T0), claims (T0 to every claim settled; on the
+// in-cluster runner runner_startup precedes T0), refill_wait, scrape_after, controller_log (its
+// create passes read), assemble; the runner adds teardown and total. A key with a dot is a part
+// of the phase before the dot, not more time: brakes.restart and brakes.ready (inside brakes),
+// teardown.sweep and teardown.namespace (inside teardown: the DeleteCollection per kind, then
+// deleting the namespace and waiting until it is gone).
 func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, sched loadgen.Schedule) (cell results.Cell) {
 	cfg := env.Config
 	wl := cfg.Workload
@@ -34,15 +46,32 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 	ns, labels, log := sc.Namespace, sc.Labels, sc.Timeline
 	c := env.Clients
 	phase := func(name string, since time.Time) { cell.Phases[name] = time.Since(since).Seconds() }
+	// The cell's namespace goes with the cell's last revert (after the recorder has stopped and
+	// every brake and fault revert has run), timed into teardown's parts; the runner's own
+	// deletion of the namespace, which follows, then finds it gone.
+	sc.Reverts.Push("namespace "+ns, func(ctx context.Context) error {
+		tm, err := teardown.DeleteNamespaceTimed(ctx, c, ns, 5*time.Minute)
+		if sc.phases != nil {
+			sc.phases["teardown.sweep"], sc.phases["teardown.namespace"] = tm.Sweep.Seconds(), tm.Namespace.Seconds()
+		}
+		if len(tm.Refused) > 0 {
+			env.Progress.Printf("    teardown: DeleteCollection refused for %s; the namespace controller deleted them one by one", strings.Join(tm.Refused, ", "))
+		}
+		return err
+	})
+	step := time.Now()
 	rec, err := sc.Recorder(ctx)
 	if err != nil {
 		cell.Error = err.Error()
 		return cell
 	}
+	phase("recorder", step)
 
 	// The API server's request counters before the fill: over-creation shows most when a pool
 	// goes from empty to full, so the fill is measured as well as the refill.
+	step = time.Now()
 	fillScrape := scrapeAll(ctx, env, apiServerOnly(env.Cluster.MetricsTargets()))
+	phase("scrape_fill", step)
 	// Template and pool first, then claims (a claim created before its template waits a minute).
 	fillStart := time.Now()
 	if err := c.Apply(ctx, BenchObjects(ns, wl.Pool, wl.PodImage(), wl.Placement == "real-node"), labels); err != nil {
@@ -63,10 +92,13 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 			cell.Error = "apply the cell's controller flags: " + err.Error()
 			return cell
 		}
+		phase("brakes.restart", restart)
+		step = time.Now()
 		if err := waitReconciled(ctx, env, time.Minute); err != nil {
 			cell.Error = err.Error()
 			return cell
 		}
+		phase("brakes.ready", step)
 	}
 
 	// Brakes that act on the cluster (not through controller flags) act now, full pool, before the burst.
@@ -84,19 +116,30 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 	// when told the burst's start).
 	var armed faults.Armed
 	if f, _ := faults.CellFaultNamed(pc.Fault); f != nil {
+		step = time.Now()
 		armed, err = f.Arm(ctx, &faults.Cell{Config: cfg, Clients: c, Cluster: env.Cluster, Journal: env.Journal, Reverts: sc.Reverts,
 			Labels: labels, Namespace: ns, RunID: env.RunID, Index: idx, Rec: rec, Timeline: log, DCGM: env.DCGM})
 		if err != nil {
 			cell.Error = "arm " + pc.Fault + ": " + err.Error()
 			return cell
 		}
+		phase("fault_arm", step)
 	}
+	step = time.Now()
 	targets := env.Cluster.MetricsTargets()
 	before := scrapeAll(ctx, env, targets)
+	phase("scrape_burst", step)
+	// A fault stalls the refill on purpose (that is what its cell measures the recovery from): the
+	// create rate it leaves says nothing of when the refill ends, so its cells wait the full time.
+	projection := wl.RefillProjection
+	if armed != nil {
+		projection = 0
+	}
 
 	if cfg.Loadgen.Runner == "in-cluster" {
 		return runCellInCluster(ctx, env, sc, rec, cell, ns, labels, sched, before, fillScrape, targets)
 	}
+	step = time.Now()
 	genCfg := c.Config
 	if cfg.Loadgen.Identity == "serviceaccount" {
 		if genCfg, err = loadgen.ServiceAccountConfig(ctx, c.Config, c.Typed, ns, labels); err != nil {
@@ -133,6 +176,7 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 
 	t0 := time.Now().Add(50 * time.Millisecond)
 	sc.T0 = t0
+	cell.Phases["loadgen_setup"] = t0.Sub(step).Seconds()
 	if armed != nil {
 		armed.Fired(ctx, t0)
 	}
@@ -166,19 +210,62 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 		faultErr = armed.Settle(ctx, time.Minute)
 	}
 	phase("claims", t0)
-	cell, snap, refilled := settleAndAssemble(ctx, env, rec, cell, ns, fired, t0, nil, before, fillScrape, targets)
+	cell, snap, rw := settleAndAssemble(ctx, env, rec, cell, ns, fired, t0, nil, before, fillScrape, targets, projection)
 	if armed != nil {
 		cell.Stats.Fault = armed.Stats(&cell, snap)
 	}
 	if faultErr != nil {
 		cell.Error = pc.Fault + " fault: " + faultErr.Error()
 	}
-
-	if !refilled && cell.Error == "" {
-		r, _ := rec.PoolReady(PoolName)
-		env.Progress.Printf("    pool did not refill within %s (%d/%d Ready)", wl.RefillTimeout, r, wl.Pool)
+	if cell.Error == "" {
+		noteRefill(env, rec, rw, t0)
 	}
 	return cell
+}
+
+// noteRefill prints how the wait for the refill ended when the pool did not refill: the
+// projection's sentence, or the timeout.
+func noteRefill(env *Env, rec *recorder.Recorder, rw refillWait, t0 time.Time) {
+	wl := env.Config.Workload
+	r, _ := rec.PoolReady(PoolName)
+	switch {
+	case rw.projection != nil:
+		env.Progress.Printf("    %s (%d/%d Ready)", rw.projection.Text(t0), r, wl.Pool)
+	case !rw.refilled:
+		env.Progress.Printf("    pool did not refill within %s (%d/%d Ready)", wl.RefillTimeout, r, wl.Pool)
+	}
+}
+
+// refillWait is how a cell's wait for its refill ended.
+type refillWait struct {
+	refilled bool
+	// projection is set when the projection rule ended the wait (recorder.ProjectRefill).
+	projection *recorder.Projection
+}
+
+// waitRefill waits, on the recorder's observations, until the pool has refilled, the refill
+// projection rule (recorder.ProjectRefill, window W; 0: off) ends the wait, or timeout passes. A
+// refill is complete when the pool reports size Ready and size replicas and the pool has created
+// at least as many sandboxes since t0 as claims took warm ones (Recorder.Refill).
+func waitRefill(ctx context.Context, rec *recorder.Recorder, t0 time.Time, pool string, size int, timeout, window time.Duration) refillWait {
+	var rw refillWait
+	deadline := time.Now().Add(timeout)
+	rw.refilled = rec.WaitFor(ctx, timeout, func() bool {
+		r, n := rec.PoolReady(pool)
+		creates, taken := rec.RefillCreates(t0)
+		if r >= int64(size) && n >= int64(size) && len(creates) >= taken {
+			return true
+		}
+		if p := recorder.ProjectRefill(creates, taken-len(creates), time.Now(), deadline, window); p.Cut {
+			rw.projection = &p
+			return true
+		}
+		return false
+	})
+	if rw.projection != nil {
+		rw.refilled = false
+	}
+	return rw
 }
 
 // createPasses are the controller's create passes for the pool in ns since t0, from its log
@@ -316,36 +403,36 @@ func runCellInCluster(ctx context.Context, env *Env, sc *Scope, rec *recorder.Re
 		Connections: cfg.Loadgen.Connections, QPS: cfg.Loadgen.QPS, Burst: cfg.Loadgen.Burst, MaxInFlight: cfg.Loadgen.MaxInFlight,
 		ClaimTimeout: wl.ClaimTimeout}
 	env.Progress.Printf("    in-cluster runner: burst of %d at %s (Job %s/%s, image %s)", len(sched), t0.Format("15:04:05.000"), ns, RunnerName, cfg.Loadgen.RunnerImage)
+	cell.Phases["runner_startup"] = time.Until(t0).Seconds()
 	fired, readyAt, err := fireInCluster(ctx, env, spec, labels)
 	if err != nil {
 		cell.Error = "in-cluster runner: " + err.Error()
 		return cell
 	}
-	cell, _, refilled := settleAndAssemble(ctx, env, rec, cell, ns, fired, t0, readyAt, before, fillScrape, targets)
-	if !refilled {
-		r, _ := rec.PoolReady(PoolName)
-		env.Progress.Printf("    pool did not refill within %s (%d/%d Ready)", wl.RefillTimeout, r, wl.Pool)
-	}
+	cell.Phases["claims"] = time.Since(t0).Seconds()
+	cell, _, rw := settleAndAssemble(ctx, env, rec, cell, ns, fired, t0, readyAt, before, fillScrape, targets, wl.RefillProjection)
+	noteRefill(env, rec, rw, t0)
 	return cell
 }
 
-// settleAndAssemble waits for the pool to refill, scrapes the metrics, and assembles the cell from
-// the recorder's snapshot; readyAt, when not nil, replaces the claims' Ready times (the in-cluster
-// runner's own observations).
+// settleAndAssemble waits for the pool to refill (or for the refill projection with window
+// projection to end the wait), scrapes the metrics, and assembles the cell from the recorder's
+// snapshot; readyAt, when not nil, replaces the claims' Ready times (the in-cluster runner's own
+// observations).
 func settleAndAssemble(ctx context.Context, env *Env, rec *recorder.Recorder, cell results.Cell, ns string, fired []loadgen.Sent, t0 time.Time,
-	readyAt map[string]time.Time, before, fillScrape scrapes, targets []provider.MetricsTarget) (results.Cell, recorder.Snapshot, bool) {
+	readyAt map[string]time.Time, before, fillScrape scrapes, targets []provider.MetricsTarget, projection time.Duration) (results.Cell, recorder.Snapshot, refillWait) {
 	wl := env.Config.Workload
-	refillWait := time.Now()
-	refilled := rec.WaitFor(ctx, wl.RefillTimeout, func() bool {
-		r, n := rec.PoolReady(PoolName)
-		created, taken := rec.Refill(t0)
-		return r >= int64(wl.Pool) && n >= int64(wl.Pool) && created >= taken
-	})
-	if cell.Phases != nil {
-		cell.Phases["refill_wait"] = time.Since(refillWait).Seconds()
+	phase := func(name string, since time.Time) {
+		if cell.Phases != nil {
+			cell.Phases[name] = time.Since(since).Seconds()
+		}
 	}
+	step := time.Now()
+	rw := waitRefill(ctx, rec, t0, PoolName, wl.Pool, wl.RefillTimeout, projection)
+	phase("refill_wait", step)
 	end := time.Now()
 	after := scrapeAll(ctx, env, targets)
+	phase("scrape_after", end)
 	snap := rec.Snapshot()
 	if readyAt != nil {
 		for name, cl := range snap.Claims {
@@ -353,16 +440,21 @@ func settleAndAssemble(ctx context.Context, env *Env, rec *recorder.Recorder, ce
 			snap.Claims[name] = cl
 		}
 	}
+	step = time.Now()
 	passes, err := createPasses(ctx, env.Cluster, ns, t0)
 	if err != nil {
 		env.Progress.Printf("    could not read the controller's create passes: %v", err)
 	}
+	phase("controller_log", step)
+	step = time.Now()
 	cell = assemble(cellInput{
 		cell: cell, snap: snap, sent: fired, t0: t0, end: end, pool: PoolName, poolSize: wl.Pool,
 		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after), fillMetrics: deltas(fillScrape, before), passes: passes,
+		projection: rw.projection,
 	})
 	if ps := cell.Stats.PodStart; ps != nil {
 		ps.Placement = wl.Placement
 	}
-	return cell, snap, refilled
+	phase("assemble", step)
+	return cell, snap, rw
 }

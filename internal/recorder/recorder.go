@@ -422,19 +422,8 @@ func (r *Recorder) ReadyAmong(names []string) int {
 // must replace). A refill is complete only when created >= taken and the pool reports itself full
 // again: the pool's status alone can still read "full" from before the burst.
 func (r *Recorder) Refill(t0 time.Time) (created, taken int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, s := range r.sandboxes {
-		if s.FromPool && !s.Observed.Before(t0) {
-			created++
-		}
-	}
-	for _, c := range r.claims {
-		if s := r.sandboxes[c.Sandbox]; c.Sandbox != "" && s != nil && s.Observed.Before(t0) {
-			taken++
-		}
-	}
-	return created, taken
+	creates, taken := r.RefillCreates(t0)
+	return len(creates), taken
 }
 
 // ClaimReady reports whether name has been seen Ready.
