@@ -4,7 +4,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # The end-to-end tests carry the e2e build tag: a plain `go test ./...` runs unit tests only.
 UNIT_PKGS  = ./...
 
-.PHONY: all build lab test lint unit scale e2e bench clean-lab
+.PHONY: all build lab lab-e2e test lint unit scale e2e bench clean-lab
 
 all: build
 
@@ -16,6 +16,13 @@ build:
 # cores, of which KEDA ~12; seconds when cached).
 lab:
 	$(GO) run ./cmd/brakebench lab build --with kueue,lws,keda,kubelet,containerd,cni-plugins,pause
+
+# What the end-to-end tests' lab up needs: the control plane, etcd, kwok, agent-sandbox and the
+# real node's kubelet, containerd, CNI plugins and pause. Kueue, LWS and KEDA, which only the
+# gang-quota and pool-autoscaling tests use, are built by the tests' TestMain in the background
+# (nice 19) while the other tests run (test/e2e/main_test.go).
+lab-e2e:
+	$(GO) run ./cmd/brakebench lab build --with kubelet,containerd,cni-plugins,pause
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt: $$unformatted"; exit 1; fi
@@ -34,7 +41,7 @@ scale:
 # End-to-end tests on one embedded lab (one package, -p 1), then the loadgen benchmark on a fresh
 # lab of its own: after 15 minutes of tests the lab's API server is slower and noisier, which the
 # benchmark would measure instead of the generator.
-e2e: lab
+e2e: lab-e2e
 	$(GO) test -tags e2e -count=1 -p 1 -timeout 45m -v -run . ./test/e2e/
 	$(GO) test -tags e2e -count=1 -p 1 -timeout 20m -v -run '^$$' -bench BenchmarkLoadgen -benchtime 1x ./test/e2e/
 

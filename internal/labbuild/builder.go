@@ -8,9 +8,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/brakebench/brakebench/internal/progress"
@@ -27,14 +31,17 @@ type Stamp struct {
 	Binaries  map[string]string `json:"binaries"`
 }
 
-// Builder builds components into CacheDir.
+// Builder builds components into CacheDir. Several builders, in one process or in several, may
+// build into the same CacheDir at once: a component is built by one of them at a time (an
+// exclusive lock on a file beside its cache directory), and the others then find it cached.
 type Builder struct {
 	CacheDir string
 	Progress *progress.Progress
 	// GoBin is the go command; default "go" from PATH.
 	GoBin string
-
-	current Component
+	// LockPoll is how often a build waiting for another process's build of the same component
+	// retries its lock; default 500 ms.
+	LockPoll time.Duration
 }
 
 // Result is what one component build produced.
@@ -81,7 +88,8 @@ func (b *Builder) BuildAll(ctx context.Context, comps []Component) (map[string]R
 }
 
 // Build builds one component unless it is cached. Interrupting ctx kills the go command and
-// leaves no partial binary in the cache.
+// leaves no partial binary in the cache. While another process (or builder) builds the same
+// component, Build waits for it (until ctx ends) and then returns its result as cached.
 func (b *Builder) Build(ctx context.Context, c Component) (Result, error) {
 	dir := BinDir(b.CacheDir, c)
 	if b.Cached(c) {
@@ -93,12 +101,23 @@ func (b *Builder) Build(ctx context.Context, c Component) (Result, error) {
 	if _, err := exec.LookPath(b.goBin()); err != nil {
 		return Result{}, fmt.Errorf("building %s needs the go command on PATH: %w", c.Name, err)
 	}
+	unlock, err := b.lock(ctx, c)
+	if err != nil {
+		return Result{}, fmt.Errorf("build %s %s: %w", c.Name, c.Version, err)
+	}
+	defer unlock()
+	if b.Cached(c) { // built by whoever held the lock while this builder waited
+		if b.Progress != nil {
+			b.Progress.Printf("==> %s %s: built by another process meanwhile (%s)", c.Name, c.Version, dir)
+		}
+		return Result{Component: c, Dir: dir, Cached: true}, nil
+	}
 	var task *progress.Task
 	if b.Progress != nil {
 		task = b.Progress.Task(fmt.Sprintf("build %s %s", c.Name, c.Version), c.ColdEstimate)
 	}
 	start := time.Now()
-	err := b.build(ctx, c, dir)
+	err = b.build(ctx, c, dir)
 	took := time.Since(start)
 	if task != nil {
 		if err != nil {
@@ -113,6 +132,56 @@ func (b *Builder) Build(ctx context.Context, c Component) (Result, error) {
 	return Result{Component: c, Dir: dir, Took: took}, nil
 }
 
+// LockPath is the file a component's build lock is taken on, beside its cache directory.
+func LockPath(cacheDir string, c Component) string { return BinDir(cacheDir, c) + ".lock" }
+
+// lock takes c's build lock (an exclusive flock, so the kernel drops it when its holder dies),
+// polling until it is free or ctx ends; the returned func releases it.
+func (b *Builder) lock(ctx context.Context, c Component) (func(), error) {
+	p := LockPath(b.CacheDir, c)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, fmt.Errorf("create the build lock's directory: %w", err)
+	}
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open the build lock: %w", err)
+	}
+	poll := b.LockPoll
+	if poll <= 0 {
+		poll = 500 * time.Millisecond
+	}
+	for waited := false; ; waited = true {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			_ = f.Close()
+			return nil, fmt.Errorf("take the build lock %s: %w", p, err)
+		}
+		if !waited && b.Progress != nil {
+			holder, _ := os.ReadFile(p)
+			b.Progress.Printf("==> %s %s: another process (pid %s) is building it; waiting for its lock %s", c.Name, c.Version, strings.TrimSpace(string(holder)), p)
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			_ = f.Close()
+			return nil, fmt.Errorf("waiting for another process's build (lock %s): %w", p, ctx.Err())
+		case <-t.C:
+		}
+	}
+	// Who holds it, for a waiter's message (best effort).
+	if f.Truncate(0) == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
+
 func (b *Builder) goBin() string {
 	if b.GoBin != "" {
 		return b.GoBin
@@ -121,7 +190,6 @@ func (b *Builder) goBin() string {
 }
 
 func (b *Builder) build(ctx context.Context, c Component, dir string) error {
-	b.current = c
 	modDir := filepath.Join(b.CacheDir, "tools", c.Name+"-"+c.CacheKey)
 	if err := b.writeToolsModule(ctx, c, modDir); err != nil {
 		return err
@@ -132,33 +200,102 @@ func (b *Builder) build(ctx context.Context, c Component, dir string) error {
 	tmp := dir + ".partial"
 	_ = os.RemoveAll(tmp)
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return err
+		return fmt.Errorf("create the build's output dir: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
 	stamp := Stamp{Component: c.Name, Module: c.Module, Version: c.Version, GoVersion: runtime.Version(), Binaries: map[string]string{}}
 	start := time.Now()
-	for _, bin := range c.Binaries {
-		args := []string{"build", "-trimpath", "-ldflags", strings.Join(c.LDFlags, " ")}
-		if len(c.Tags) > 0 {
-			args = append(args, "-tags", strings.Join(c.Tags, ","))
-		}
-		args = append(args, "-o", filepath.Join(tmp, bin.Name), bin.Package)
+	plan := planBuild(c, tmp)
+	for _, args := range plan.invocations {
 		if _, err := b.goCmd(ctx, modDir, args...); err != nil {
-			return fmt.Errorf("go build %s: %w", bin.Package, err)
+			return fmt.Errorf("go build %s: %w", strings.Join(args[plan.pkgsFrom:], " "), err)
 		}
+	}
+	for from, to := range plan.renames {
+		if err := os.Rename(filepath.Join(tmp, from), filepath.Join(tmp, to)); err != nil {
+			return fmt.Errorf("name the binary go built as %s %s: %w", from, to, err)
+		}
+	}
+	for _, bin := range c.Binaries {
 		stamp.Binaries[bin.Name] = bin.Package
 	}
 	stamp.BuiltAt = time.Now().UTC()
 	stamp.Seconds = time.Since(start).Seconds()
 	raw, _ := json.MarshalIndent(stamp, "", "  ")
 	if err := os.WriteFile(filepath.Join(tmp, "stamp.json"), raw, 0o644); err != nil {
-		return err
+		return fmt.Errorf("write the build stamp: %w", err)
 	}
 	_ = os.RemoveAll(dir)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return err
+		return fmt.Errorf("create the cache dir: %w", err)
 	}
-	return os.Rename(tmp, dir)
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("move the built binaries into the cache: %w", err)
+	}
+	return nil
+}
+
+// buildPlan is how a component's binaries are built: the go command lines (arguments after
+// "go"), the index in each where its package list starts, and the renames (go's default
+// executable name -> the cache's name) to do in the output directory afterwards.
+type buildPlan struct {
+	invocations [][]string
+	pkgsFrom    int
+	renames     map[string]string
+}
+
+// planBuild builds every binary of c with one go command (`go build -o dir/ pkg...`) when go's
+// default executable names of their packages are distinct, so the compile and link steps of
+// different binaries run in parallel; otherwise one go command per binary. Binaries are stripped
+// (-s -w: no symbol table, no DWARF, which is much of a big binary's link time; Go stack traces
+// and pprof symbolization use the pclntab, which stays) and built with -trimpath.
+func planBuild(c Component, outDir string) buildPlan {
+	common := []string{"build", "-trimpath", "-ldflags", strings.Join(append([]string{"-s", "-w"}, c.LDFlags...), " ")}
+	if len(c.Tags) > 0 {
+		common = append(common, "-tags", strings.Join(c.Tags, ","))
+	}
+	p := buildPlan{pkgsFrom: len(common) + 2, renames: map[string]string{}}
+	if len(c.Binaries) > 1 {
+		defaults := map[string]bool{}
+		for _, bin := range c.Binaries {
+			defaults[defaultExecName(bin.Package)] = true
+		}
+		// Distinct, and no rename may overwrite another binary's output.
+		ok := len(defaults) == len(c.Binaries)
+		for _, bin := range c.Binaries {
+			if defaults[bin.Name] && defaultExecName(bin.Package) != bin.Name {
+				ok = false
+			}
+		}
+		if ok {
+			args := append(append([]string{}, common...), "-o", outDir+string(filepath.Separator))
+			for _, bin := range c.Binaries {
+				args = append(args, bin.Package)
+				if def := defaultExecName(bin.Package); def != bin.Name {
+					p.renames[def] = bin.Name
+				}
+			}
+			p.invocations = [][]string{args}
+			return p
+		}
+	}
+	for _, bin := range c.Binaries {
+		args := append(append([]string{}, common...), "-o", filepath.Join(outDir, bin.Name), bin.Package)
+		p.invocations = append(p.invocations, args)
+	}
+	return p
+}
+
+var majorVersionRe = regexp.MustCompile(`^v[2-9][0-9]*$|^v[1-9][0-9]+$`)
+
+// defaultExecName is the file name go build gives a main package's executable: the last element
+// of its import path, or the one before it when that is a major version suffix (…/foo/v2 -> foo).
+func defaultExecName(importPath string) string {
+	elem := path.Base(importPath)
+	if elem != importPath && majorVersionRe.MatchString(elem) {
+		return path.Base(path.Dir(importPath))
+	}
+	return elem
 }
 
 func (b *Builder) writeToolsModule(ctx context.Context, c Component, modDir string) error {
@@ -192,7 +329,7 @@ func (b *Builder) writeToolsModule(ctx context.Context, c Component, modDir stri
 		gm.WriteString(")\n\n")
 	}
 	if c.GoModExtra != nil {
-		extra, err := c.GoModExtra(ctx, b)
+		extra, err := c.GoModExtra(ctx, b, c.Version)
 		if err != nil {
 			return err
 		}

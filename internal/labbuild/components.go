@@ -74,7 +74,7 @@ type Component struct {
 	LDFlags  []string
 	Tags     []string // go build tags
 	// GoModExtra returns additional go.mod directives (replace/exclude) for the tools module.
-	GoModExtra func(ctx context.Context, b *Builder) (string, error)
+	GoModExtra func(ctx context.Context, b *Builder, version string) (string, error)
 	// ColdEstimate is the measured cold build time on a 2-core machine, shown in progress output.
 	ColdEstimate time.Duration
 }
@@ -202,8 +202,8 @@ func main() {
 
 // stagingReplaces turns k8s.io/kubernetes' local staging replaces (./staging/src/k8s.io/X) into
 // replaces of the published staging modules at the matching v0.Y.Z version.
-func stagingReplaces(ctx context.Context, b *Builder) (string, error) {
-	info, err := b.modDownload(ctx, "k8s.io/kubernetes@"+b.current.Version)
+func stagingReplaces(ctx context.Context, b *Builder, version string) (string, error) {
+	info, err := b.modDownload(ctx, "k8s.io/kubernetes@"+version)
 	if err != nil {
 		return "", err
 	}
@@ -211,7 +211,7 @@ func stagingReplaces(ctx context.Context, b *Builder) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read k8s.io/kubernetes go.mod: %w", err)
 	}
-	return translateStagingReplaces(raw, b.current.Version)
+	return translateStagingReplaces(raw, version)
 }
 
 // translateStagingReplaces is stagingReplaces' pure part: go.mod text in, replace block out.
@@ -332,9 +332,9 @@ func KEDAComponent(version string) Component {
 // upstreamReplaces copies the upstream module's own replace and exclude directives (those that
 // point at other module versions, not local paths) into the tools module, so it resolves the
 // dependency graph upstream tested.
-func upstreamReplaces(module string) func(ctx context.Context, b *Builder) (string, error) {
-	return func(ctx context.Context, b *Builder) (string, error) {
-		info, err := b.modDownload(ctx, module+"@"+b.current.Version)
+func upstreamReplaces(module string) func(ctx context.Context, b *Builder, version string) (string, error) {
+	return func(ctx context.Context, b *Builder, version string) (string, error) {
+		info, err := b.modDownload(ctx, module+"@"+version)
 		if err != nil {
 			return "", err
 		}

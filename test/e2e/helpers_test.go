@@ -27,9 +27,8 @@ var (
 	cliOut  []byte
 )
 
-// buildCLI builds cmd/brakebench once per test binary.
-func buildCLI(t *testing.T) string {
-	t.Helper()
+// cliBinary builds cmd/brakebench once per test binary (TestMain's background build runs it too).
+func cliBinary() (string, error) {
 	cliOnce.Do(func() {
 		dir, err := exec.Command("mktemp", "-d").Output()
 		if err != nil {
@@ -40,9 +39,19 @@ func buildCLI(t *testing.T) string {
 		cliOut, cliErr = exec.Command("go", "build", "-o", cliPath, "../../cmd/brakebench").CombinedOutput()
 	})
 	if cliErr != nil {
-		t.Fatalf("build brakebench: %v\n%s", cliErr, cliOut)
+		return "", fmt.Errorf("build brakebench: %w\n%s", cliErr, cliOut)
 	}
-	return cliPath
+	return cliPath, nil
+}
+
+// buildCLI is cliBinary for a test: it fails the test if the build failed.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin, err := cliBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
 
 var (

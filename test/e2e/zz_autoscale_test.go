@@ -1,5 +1,9 @@
 //go:build e2e
 
+// This file's name starts with zz_ so that its tests run last (go test runs a package's tests in
+// file-name order): they need KEDA, which TestMain builds in the background while the other
+// tests run (waitOptionalBuild); sorted last, they give that build the whole run of the others.
+
 package e2e
 
 import (
@@ -54,6 +58,7 @@ func kedaLeft(t *testing.T) []string {
 // v2.21.0 (operator + metrics adapter through the aggregation layer) and without: with KEDA the
 // pool's spec.replicas goes 1 -> 3 -> 1, without it stays 1; both readings are in the results.
 func TestPoolAutoscalingKEDAvsControl(t *testing.T) {
+	waitOptionalBuild(t)
 	r := runSuite(t, "pool-autoscaling", "poolAutoscaling.profiles=0-3-0", "poolAutoscaling.stepDuration=15s", "poolAutoscaling.hpaSyncPeriod=2s")
 	cells := map[string]*results.Cell{}
 	for i := range r.Cells {
@@ -107,6 +112,7 @@ func TestPoolAutoscalingKEDAvsControl(t *testing.T) {
 // cleanup --all` must remove the APIService, stop KEDA, restore the HPA sync period and delete
 // the run's namespace (with its ScaledObject and HPA).
 func TestPoolAutoscalingSIGKILLThenCleanup(t *testing.T) {
+	waitOptionalBuild(t)
 	c := clients(t)
 	hpaExists := func() bool {
 		l, err := c.Dynamic.Resource(keda.HPAGVR).List(context.Background(), metav1.ListOptions{})

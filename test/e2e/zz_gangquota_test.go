@@ -1,5 +1,10 @@
 //go:build e2e
 
+// This file's name starts with zz_ so that its tests run last (go test runs a package's tests in
+// file-name order): they need Kueue and LWS, which TestMain builds in the background while the
+// other tests run (waitOptionalBuild); sorted last, they give that build the whole run of the
+// others.
+
 package e2e
 
 import (
@@ -55,6 +60,7 @@ func gangLeft(t *testing.T) []string {
 // v0.9.0 controllers (10 s watch windows) and checks what each arm must show, then that the run
 // left nothing behind.
 func TestGangQuotaGateOnOff(t *testing.T) {
+	waitOptionalBuild(t)
 	r := runSuite(t, "gang-quota", "gangQuota.observe=10s")
 	cells := map[string]*results.Cell{}
 	for i := range r.Cells {
@@ -126,6 +132,7 @@ func TestGangQuotaGateOnOff(t *testing.T) {
 // their webhooks and the cell's queues are up); `brakebench cleanup --all` must stop Kueue and
 // LWS, remove their webhooks and delete the queues and namespaces.
 func TestGangQuotaSIGKILLThenCleanup(t *testing.T) {
+	waitOptionalBuild(t)
 	c := clients(t)
 	lwsExists := func() bool {
 		l, err := c.Dynamic.Resource(kueuelws.LWSGVR).Namespace(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{})

@@ -1,0 +1,75 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSequentialOnTheLab runs a shrunken sequential matrix on the lab: the controller squeezed
+// into an APF level of a few seats makes claims several times slower, so that cell's verdict is
+// settled at the first look (3 repetitions) and it stops; the `both` cell (the two refill brakes)
+// changes nothing about claim latency, and with the equivalence stop off it runs to the planned
+// maximum (4), as does the baseline, which runs while any compared cell runs. The `both` cell's
+// refill, capped at 0.2 creates/s (20 slots: ~100 s), cannot finish within the 40 s refill
+// timeout: it is ended by projection, never recorded as refilled. The report says how each cell stopped.
+func TestSequentialOnTheLab(t *testing.T) {
+	r, dir, stdout := runSuiteOut(t, "apf-throttle", "workload.pool=20", "workload.claims=20",
+		"matrix.brakes=none,both", "matrix.faults=none,apf-throttle", "matrix.repetitions=4", "matrix.minRepetitions=3",
+		"matrix.equivalence=0", "matrix.seed=11", "brakes.maxRefillRate=0.2", "brakes.replenishDelay=2s", "workload.refillTimeout=40s")
+	if r.Design == nil || r.Design.MinReps != 3 || r.Design.MaxReps != 4 {
+		t.Fatalf("design %+v", r.Design)
+	}
+	reps := map[string]int{}
+	for _, c := range r.Cells {
+		if c.Error != "" {
+			t.Errorf("%s: %s", c.ID, c.Error)
+		}
+		reps[c.Name]++
+	}
+	stop := map[string]string{}
+	for _, s := range r.Summary {
+		if s.Stopping == nil {
+			t.Fatalf("%s: no stopping record", s.Name)
+		}
+		stop[s.Name] = s.Stopping.Reason
+		t.Logf("%s: %d repetitions, %s: %s", s.Name, s.Stopping.Reps, s.Stopping.Reason, s.Stopping.Detail)
+		if s.Verdict != nil {
+			for _, m := range s.Verdict.Metrics {
+				t.Logf("  %s", m.Text)
+			}
+		}
+	}
+	if stop["none/apf-throttle"] != "effect" || reps["none/apf-throttle"] != 3 {
+		t.Errorf("the throttled cell: %d repetitions, stopped for %q; want 3, effect", reps["none/apf-throttle"], stop["none/apf-throttle"])
+	}
+	if stop["both"] != "max" || reps["both"] != 4 || reps["none"] != 4 {
+		t.Errorf("both: %d repetitions (%q), none %d; want both and the baseline at the maximum 4", reps["both"], stop["both"], reps["none"])
+	}
+	for _, c := range r.Cells {
+		if c.Name != "both" || c.Error != "" {
+			continue
+		}
+		// (RefillProjectedSeconds is null when the window saw no create at all: projected never.)
+		if c.Stats.RefillSeconds != nil || c.Stats.RefillEndedSeconds == nil || !strings.Contains(c.Stats.RefillProjection, "refill projected") {
+			t.Errorf("%s: refill %v ended %v (%q); want it ended by projection, not refilled", c.ID, c.Stats.RefillSeconds, c.Stats.RefillEndedSeconds, c.Stats.RefillProjection)
+		} else if *c.Stats.RefillEndedSeconds >= 40 {
+			t.Errorf("%s: ended at %.1f s, not before the 40 s timeout", c.ID, *c.Stats.RefillEndedSeconds)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"stopped after 3 repetitions", "planned maximum of 4"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report lacks %q", want)
+		}
+		if !strings.Contains(stdout, want) {
+			t.Errorf("terminal output lacks %q", want)
+		}
+	}
+}
