@@ -131,7 +131,7 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 	phase("scrape_burst", step)
 	// A fault stalls the refill on purpose (that is what its cell measures the recovery from): the
 	// create rate it leaves says nothing of when the refill ends, so its cells wait the full time.
-	projection := wl.RefillProjection
+	projection := projectionWindow(wl.RefillProjection, pc.Brake)
 	if armed != nil {
 		projection = 0
 	}
@@ -457,4 +457,19 @@ func settleAndAssemble(ctx context.Context, env *Env, rec *recorder.Recorder, ce
 	}
 	phase("assemble", step)
 	return cell, snap, rw
+}
+
+// projectionWindow is the refill projection's window for a cell: at least twice the cell's
+// replenish delay, which the controller re-arms on every member drop. A shorter window reads
+// such a hold as a rate of 0 and cuts the refill after its first grant, before a refill rate cap
+// could bind (measured: the both cell's max-refill-rate of 10/s then saw exactly one bucket of 10
+// creates and read "not engaged" in 6 of 8 repetitions).
+func projectionWindow(w time.Duration, b results.Brake) time.Duration {
+	if w <= 0 {
+		return w
+	}
+	if d, err := time.ParseDuration(b.Normalized().Settings["replenish-delay"]); err == nil && 2*d > w {
+		return 2 * d
+	}
+	return w
 }

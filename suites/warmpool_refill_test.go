@@ -139,3 +139,25 @@ func TestAssembleProjectedCell(t *testing.T) {
 }
 
 func f64(v float64) *float64 { return &v }
+
+// The projection window covers twice a cell's replenish delay (the re-armed hold is not a rate of
+// 0), and stays off when off.
+func TestProjectionWindow(t *testing.T) {
+	rd := results.Brake{Settings: map[string]string{"replenish-delay": "15s", "max-refill-rate": "10"}}
+	for _, tc := range []struct {
+		name string
+		w    time.Duration
+		b    results.Brake
+		want time.Duration
+	}{
+		{"no brake", 10 * time.Second, results.Brake{}, 10 * time.Second},
+		{"a 15 s delay", 10 * time.Second, rd, 30 * time.Second},
+		{"a longer window stays", time.Minute, rd, time.Minute},
+		{"off stays off", 0, rd, 0},
+		{"an older results field", 10 * time.Second, results.Brake{ReplenishDelay: "20s"}, 40 * time.Second},
+	} {
+		if got := projectionWindow(tc.w, tc.b); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
