@@ -106,14 +106,7 @@ func TestInvariantExitCodes(t *testing.T) {
 			root := NewRoot(&stdout, &stderr)
 			root.SetArgs(c.args)
 			err := root.ExecuteContext(context.Background())
-			code := ExitOK
-			var ee *ExitError
-			switch {
-			case errors.As(err, &ee):
-				code = ee.Code
-			case err != nil:
-				code = ExitRunError
-			}
+			code := exitCode(err)
 			got := stdout.String()
 			if err != nil {
 				got += "\nerror: " + err.Error()
@@ -175,17 +168,22 @@ func TestUpgradeViewInvariants(t *testing.T) {
 				t.Errorf("the upgrade view does not lead with %q:\n%s", c.lead, stdout.String())
 			}
 			err = a.finish(res, nil, &gateFlags{}, t.TempDir())
-			code := ExitOK
-			var ee *ExitError
-			switch {
-			case errors.As(err, &ee):
-				code = ee.Code
-			case err != nil:
-				code = ExitRunError
-			}
+			code := exitCode(err)
 			if code != c.finish {
 				t.Errorf("finish: exit %d (%v), want %d", code, err, c.finish)
 			}
 		})
 	}
+}
+
+// exitCode is the process exit code an error from a command maps to.
+func exitCode(err error) int {
+	var ee *ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.Code
+	case err != nil:
+		return ExitRunError
+	}
+	return ExitOK
 }
