@@ -72,7 +72,9 @@ func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, d
 	warmUp(ctx, env, plan, res, run, ov)
 	sq.done = 0
 	for i, pc := range plan.Cells {
-		if i > 0 && pc.Rep != plan.Cells[i-1].Rep {
+		// Rounds exist only under the sequential design (the fixed design's order is shuffled
+		// across repetitions, so a change of repetition number is no round boundary).
+		if sq.design != nil && i > 0 && pc.Rep != plan.Cells[i-1].Rep {
 			sq.look(env, plan, res, plan.Cells[i-1].Rep)
 			lo, hi := sq.bounds()
 			ov.Plan(lo+len(res.Warmup), hi+len(res.Warmup))

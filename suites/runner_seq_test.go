@@ -129,3 +129,26 @@ func TestRunCellsSequentialInterrupted(t *testing.T) {
 		t.Errorf("x after an interrupt: %+v", st)
 	}
 }
+
+// The fixed design's cells are shuffled across repetitions: an interrupt says how many of all the
+// planned cells ran (a repetition-number change is not a round boundary there).
+func TestRunCellsFixedInterruptedCount(t *testing.T) {
+	plan := &Plan{Names: []string{"none", "x"}, Baseline: "none", Cells: []PlannedCell{
+		{ID: "x#2", Name: "x", Rep: 2}, {ID: "none#1", Name: "none", Rep: 1}, {ID: "x#1", Name: "x", Rep: 1}, {ID: "none#2", Name: "none", Rep: 2},
+	}}
+	env := runnerEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := 0
+	res := &results.Results{}
+	runCells(ctx, env, plan, res, func(PlannedCell) string { return "" },
+		func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
+			if n++; n == 2 {
+				cancel()
+			}
+			return results.Cell{}
+		}, nil)
+	if res.Incomplete != "interrupted after 2 of 4 cells" {
+		t.Errorf("incomplete %q, want interrupted after 2 of 4 cells", res.Incomplete)
+	}
+}
