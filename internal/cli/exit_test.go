@@ -130,15 +130,7 @@ func TestExitCodes(t *testing.T) {
 			root := NewRoot(&stdout, &stderr)
 			root.SetArgs(c.args)
 			err := root.ExecuteContext(context.Background())
-			code := 0
-			var ee *ExitError
-			switch {
-			case errors.As(err, &ee):
-				code = ee.Code
-			case err != nil:
-				code = 1
-			}
-			if code != c.code {
+			if code := exitCode(err); code != c.code {
 				t.Errorf("exit %d (%v), want %d\nstdout:\n%s\nstderr:\n%s", code, err, c.code, stdout.String(), stderr.String())
 			}
 		})
@@ -163,14 +155,19 @@ func execCLI(ctx context.Context, args ...string) (int, string, error) {
 	root := NewRoot(&stdout, &stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	return exitCode(err), stderr.String(), err
+}
+
+// exitCode is the process exit code an error from a command maps to.
+func exitCode(err error) int {
 	var ee *ExitError
 	switch {
 	case errors.As(err, &ee):
-		return ee.Code, stderr.String(), err
+		return ee.Code
 	case err != nil:
-		return ExitRunError, stderr.String(), err
+		return ExitRunError
 	}
-	return ExitOK, stderr.String(), nil
+	return ExitOK
 }
 
 // The exporter gives up on a cluster it cannot use, within --timeout, and names the server (it

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -174,16 +173,4 @@ func TestUpgradeViewInvariants(t *testing.T) {
 			}
 		})
 	}
-}
-
-// exitCode is the process exit code an error from a command maps to.
-func exitCode(err error) int {
-	var ee *ExitError
-	switch {
-	case errors.As(err, &ee):
-		return ee.Code
-	case err != nil:
-		return ExitRunError
-	}
-	return ExitOK
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/brakebench/brakebench/internal/stats"
 )
 
 // GateCells are the gang-quota suite's brake settings: Kueue's LWSImmutableGroupSize on or off.
@@ -129,7 +131,7 @@ func (r *Resolved) validate() error {
 		{outside(c.Loadgen.RunnerStartup, time.Second, time.Hour), "loadgen.runnerStartup", "a duration from 1s to 1h", c.Loadgen.RunnerStartup},
 		{outside(c.Matrix.Repetitions, 1, 1000), "matrix.repetitions", "1 to 1000", c.Matrix.Repetitions},
 		{outside(c.Matrix.Warmup, 0, 10), "matrix.warmup", "0 to 10", c.Matrix.Warmup},
-		{c.Matrix.Sequential && c.Matrix.Repetitions > 50, "matrix.repetitions", "1 to 50 with matrix.sequential true (the planned maximum of the sequential design; set matrix.sequential=false for more)", c.Matrix.Repetitions},
+		{c.Matrix.Sequential && c.Matrix.Repetitions > stats.MaxSeqReps, "matrix.repetitions", fmt.Sprintf("1 to %d with matrix.sequential true", stats.MaxSeqReps) + " (the planned maximum of the sequential design; set matrix.sequential=false for more)", c.Matrix.Repetitions},
 		{outside(c.Matrix.MinRepetitions, 2, 1000), "matrix.minRepetitions", "2 to 1000 (the first look of the sequential design; above matrix.repetitions it is the fixed design)", c.Matrix.MinRepetitions},
 		{c.Matrix.Equivalence < 0 || c.Matrix.Equivalence >= 100 || math.IsNaN(c.Matrix.Equivalence), "matrix.equivalence", "a percentage from 0 (off) to under 100", c.Matrix.Equivalence},
 		{len(c.Matrix.StopOn) == 0 || !allOneOf(c.Matrix.StopOn, "claim.p50_ms", "claim.p99_ms"), "matrix.stopOn", "a non-empty list from claim.p50_ms, claim.p99_ms", c.Matrix.StopOn},
