@@ -72,6 +72,19 @@ type Schema struct {
 	Lenient bool
 }
 
+// Bounds of one gate's expression. The parser recurses once per parenthesis, and evaluation once
+// per operator: a gate file holding 100000 '(' overflowed the stack, a Go fatal error instead of
+// a message. Real gates are a line long and nest two or three deep.
+const (
+	MaxExprLen   = 4096 // bytes
+	MaxExprDepth = 100  // nested parentheses
+)
+
+// boundsError is an expression over MaxExprLen or MaxExprDepth; Parse names the gate with it.
+type boundsError struct{ msg string }
+
+func (e *boundsError) Error() string { return e.msg }
+
 // Load parses and checks a gate file.
 func Load(path string, s Schema) ([]Gate, error) {
 	raw, err := os.ReadFile(path)
@@ -135,6 +148,10 @@ func Parse(name string, raw []byte, s Schema) ([]Gate, error) {
 			g.Name = g.Expr
 		}
 		if err := g.parse(s); err != nil {
+			var be *boundsError
+			if errors.As(err, &be) {
+				return nil, fmt.Errorf("%s:%d: gate %s: %v", name, g.Line, shortQuote(g.Name), err)
+			}
 			return nil, fmt.Errorf("%s:%d: %v", name, g.Line, err)
 		}
 		out = append(out, g)
@@ -258,6 +275,9 @@ var comparators = []string{"<=", ">=", "==", "!=", "<", ">"}
 
 func (g *Gate) parse(s Schema) error {
 	expr := g.Expr
+	if len(expr) > MaxExprLen {
+		return &boundsError{fmt.Sprintf("expression is %d bytes long; expected at most %d", len(expr), MaxExprLen)}
+	}
 	for _, c := range comparators {
 		if i := strings.Index(expr, c); i >= 0 {
 			g.cmp = c
@@ -265,10 +285,10 @@ func (g *Gate) parse(s Schema) error {
 			var err error
 			n := 0
 			if g.l, err = parseArith(lhs, s, &n); err != nil {
-				return fmt.Errorf("left of %s: %v", c, err)
+				return fmt.Errorf("left of %s: %w", c, err)
 			}
 			if g.r, err = parseArith(rhs, s, &n); err != nil {
-				return fmt.Errorf("right of %s: %v", c, err)
+				return fmt.Errorf("right of %s: %w", c, err)
 			}
 			ld, lerr := durOf(g.l)
 			rd, rerr := durOf(g.r)
@@ -285,10 +305,11 @@ func (g *Gate) parse(s Schema) error {
 }
 
 type parser struct {
-	toks []string
-	pos  int
-	s    Schema
-	nsel *int // selectors of the gate parsed so far (ids for binding)
+	toks  []string
+	pos   int
+	s     Schema
+	nsel  *int // selectors of the gate parsed so far (ids for binding)
+	depth int  // parentheses open at pos
 }
 
 func tokenize(s string) ([]string, error) {
@@ -394,6 +415,9 @@ func (p *parser) atom() (node, error) {
 	p.pos++
 	switch {
 	case t == "(":
+		if p.depth++; p.depth > MaxExprDepth {
+			return nil, &boundsError{fmt.Sprintf("parentheses nest more than %d deep; expected at most %d levels", MaxExprDepth, MaxExprDepth)}
+		}
 		n, err := p.sum()
 		if err != nil {
 			return nil, err
@@ -402,6 +426,7 @@ func (p *parser) atom() (node, error) {
 			return nil, fmt.Errorf("missing )")
 		}
 		p.pos++
+		p.depth--
 		return n, nil
 	case unicode.IsDigit(rune(t[0])) || t[0] == '.':
 		return parseNumber(t)
@@ -507,6 +532,15 @@ func (p *parser) selector() (selector, error) {
 	}
 	p.pos++
 	return sel, nil
+}
+
+// shortQuote quotes s for a message, cut to its first 40 characters (a gate's name defaults to
+// its expression, which may be long).
+func shortQuote(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return strconv.Quote(string(r[:40])) + "..."
+	}
+	return strconv.Quote(s)
 }
 
 func isWord(t string) bool {

@@ -183,3 +183,36 @@ func TestBaselineOperands(t *testing.T) {
 		t.Errorf("unknown baseline cell: %v", err)
 	}
 }
+
+// An expression nested or long enough to overflow the parser's or the evaluator's stack is an
+// error naming the file, the line and the gate (it was a Go fatal error); the limits themselves
+// still parse.
+func TestExpressionBounds(t *testing.T) {
+	nest := func(n int) string { return strings.Repeat("(", n) + "1s" + strings.Repeat(")", n) }
+	cases := []struct {
+		name, gate string
+		want       string // "" when it parses
+	}{
+		{"100 levels", "- expr: cell(none).claim.p99 <= " + nest(MaxExprDepth), ""},
+		{"101 levels", "- name: deep\n  expr: cell(none).claim.p99 <= " + nest(MaxExprDepth+1),
+			`g.yaml:3: gate "deep": right of <=: parentheses nest more than 100 deep; expected at most 100 levels`},
+		{"100000 levels", "- name: deep\n  expr: " + nest(100000) + " <= 2s",
+			`g.yaml:3: gate "deep": expression is 200008 bytes long; expected at most 4096`},
+		{"4000 levels, within the length", "- expr: cell(none).claim.p99 <= " + strings.Repeat("(", 4000),
+			`g.yaml:2: gate "cell(none).claim.p99 <= (((((((((((((((("...: right of <=: parentheses nest more than 100 deep`},
+		{"a long chain of sums", "- name: chain\n  expr: " + strings.Repeat("1+", 3000000) + "1 <= 2",
+			`g.yaml:3: gate "chain": expression is 6000006 bytes long; expected at most 4096`},
+		{"the longest expression", "- expr: all.claims.failed <= " + strings.Repeat("1+", (MaxExprLen-len("all.claims.failed <= 1"))/2) + "1", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("g.yaml", []byte("gates:\n"+c.gate+"\n"), schema)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("error %v, want none", err)
+			case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+				t.Errorf("error %v\nwant      %s", err, c.want)
+			}
+		})
+	}
+}

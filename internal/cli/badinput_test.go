@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Bad input is exit 2 with a message naming the input (file, key or flag) and what was expected,
+// before anything touches a cluster; no input crashes the tool. Rows that would reach a cluster
+// if the input were accepted use --cluster kind with an empty PATH: one that got that far fails
+// with exit 1 (no Docker), never 2.
+func TestBadInputs(t *testing.T) {
+	dir := t.TempDir()
+	res := synthetic(t, dir, 1)
+	write := func(name, body string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	out := t.TempDir()
+	deepGates := write("deep.yaml", "gates:\n- name: deep\n  expr: 1 <= "+strings.Repeat("(", 100000)+"1"+strings.Repeat(")", 100000)+"\n")
+	nestedGates := write("nested.yaml", "gates:\n- name: nested\n  expr: 1 <= "+strings.Repeat("(", 200)+"1"+strings.Repeat(")", 200)+"\n")
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("TMPDIR", t.TempDir())
+	cases := []struct {
+		name string
+		args []string
+		code int
+		msg  string // a substring of the error
+	}{
+		// Gate expressions: the parser's recursion is bounded (100000 '(' was a Go fatal error).
+		{"report, gates nested 100000 deep", []string{"report", res, "--out", out, "--gates", deepGates}, ExitBadInput,
+			deepGates + `:3: gate "deep": expression is 200006 bytes long; expected at most 4096`},
+		{"report, gates nested 200 deep", []string{"report", res, "--out", out, "--gates", nestedGates}, ExitBadInput,
+			nestedGates + `:3: gate "nested": right of <=: parentheses nest more than 100 deep`},
+		{"run, gates nested 100000 deep", []string{"run", "gang-quota", "--cluster", "kind", "--out", out, "--gates", deepGates}, ExitBadInput,
+			deepGates + `:3: gate "deep": expression is`},
+		{"run, gates nested 200 deep", []string{"run", "gang-quota", "--cluster", "kind", "--out", out, "--gates", nestedGates}, ExitBadInput,
+			nestedGates + `:3: gate "nested": right of <=: parentheses nest more than 100 deep`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stderr, err := execCLI(context.Background(), c.args...)
+			if code != c.code || (c.msg != "" && (err == nil || !strings.Contains(err.Error(), c.msg))) {
+				t.Errorf("exit %d (%v)\nwant exit %d with %q\nstderr:\n%s", code, err, c.code, c.msg, stderr)
+			}
+		})
+	}
+}
