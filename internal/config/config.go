@@ -202,9 +202,9 @@ type Workload struct {
 	RefillTimeout time.Duration `mapstructure:"refillTimeout"`
 	FillTimeout   time.Duration `mapstructure:"fillTimeout"`
 	// RefillProjection is the window W of the refill projection: once a refill has run W since
-	// its first create, a refill whose create rate over the last W projects its completion past
-	// the end of RefillTimeout's wait (rate 0: never) is ended there, recorded as projected and
-	// not as refilled (recorder.ProjectRefill states the rule). 0 turns it off.
+	// its first create, a refill that at its create rate over the last W needs more than twice
+	// the time left of RefillTimeout's wait (rate 0: never finishes) is ended there, recorded as
+	// projected and not as refilled (recorder.ProjectRefill states the rule). 0 turns it off.
 	RefillProjection time.Duration `mapstructure:"refillProjection"`
 	// FillWithBrakes fills the pool with the cell's brake flags already on. Off (default): the
 	// pool is filled without them, then the controller restarts with the cell's flags before the

@@ -53,12 +53,17 @@ func TestProjectRefill(t *testing.T) {
 		{name: "fast refill, nothing left to create", timeline: steady(start, slots, 50), window: window, deadline: deadline, at: 10},
 		// 20/s: 200 created at 10 s, 100 to go at 20/s: done at 15 s, well within 90 s.
 		{name: "20/s refill is not cut", timeline: steady(start, slots, 20), window: window, deadline: deadline, at: 10},
-		// 3/s: 31 created by 10 s (the first at 0 s), 269 to go at 3/s: ~90 s more, ~100 s > 90 s.
-		{name: "3/s refill, just before the window", timeline: steady(start, slots, 3), window: window, deadline: deadline, at: 9.999},
-		{name: "3/s refill, cut once the window has rate", timeline: steady(start, slots, 3), window: window, deadline: deadline, at: 10,
-			cut: true, rate: 3, finish: 10 + 269.0/3},
-		{name: "3/s refill, cut later too", timeline: steady(start, slots, 3), window: window, deadline: deadline, at: 40,
-			cut: true, rate: 3, finish: 40 + 179.0/3},
+		// 1/s: 11 created by 10 s (the first at 0 s), 289 to go: 289 s more against 80 s left.
+		{name: "1/s refill, just before the window", timeline: steady(start, slots, 1), window: window, deadline: deadline, at: 9.999},
+		{name: "1/s refill, cut once the window has rate", timeline: steady(start, slots, 1), window: window, deadline: deadline, at: 10,
+			cut: true, rate: 1, finish: 10 + 289},
+		// 3/s: 31 created by 10 s, 269 to go: 89.7 s more against 80 s left. Past the deadline,
+		// but within the margin (a refill's rate is not steady): not cut.
+		{name: "3/s refill, past the deadline within the margin", timeline: steady(start, slots, 3), window: window, deadline: deadline, at: 10},
+		{name: "3/s refill, still within the margin at 80 s", timeline: steady(start, slots, 3), window: window, deadline: deadline, at: 80},
+		// At 81 s: 244 created, 56 to go need 18.7 s against 9 s left: more than twice.
+		{name: "3/s refill, cut once it needs twice the time left", timeline: steady(start, slots, 3), window: window, deadline: deadline, at: 81,
+			cut: true, rate: 3, finish: 81 + 56.0/3},
 		// The same 3/s refill of 300 with a 200 s wait: 100 s is within it.
 		{name: "3/s refill with time to finish", timeline: steady(start, slots, 3), window: window, deadline: sec(200), at: 10},
 		// 10 creates in the first second, then none: the last 10 s hold no create at 11 s.
@@ -97,11 +102,11 @@ func TestProjectRefill(t *testing.T) {
 	}
 }
 
-// The 3/s refill of 300 slots with a 90 s wait, applied every 100 ms as a cell's wait would: it
+// The 1/s refill of 300 slots with a 90 s wait, applied every 100 ms as a cell's wait would: it
 // is cut exactly when the window first holds a rate, never earlier.
 func TestProjectRefillCutsOnceTheWindowHasRate(t *testing.T) {
 	start := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
-	timeline := steady(start, 300, 3)
+	timeline := steady(start, 300, 1)
 	for _, w := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second} {
 		var cutAt time.Duration
 		for d := time.Duration(0); d < 90*time.Second; d += 100 * time.Millisecond {
