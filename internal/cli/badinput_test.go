@@ -26,6 +26,8 @@ func TestBadInputs(t *testing.T) {
 	out := t.TempDir()
 	deepGates := write("deep.yaml", "gates:\n- name: deep\n  expr: 1 <= "+strings.Repeat("(", 100000)+"1"+strings.Repeat(")", 100000)+"\n")
 	nestedGates := write("nested.yaml", "gates:\n- name: nested\n  expr: 1 <= "+strings.Repeat("(", 200)+"1"+strings.Repeat(")", 200)+"\n")
+	regular := write("a-file", "x")
+	second := synthetic(t, dir, 1.0001)
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("TMPDIR", t.TempDir())
 	cases := []struct {
@@ -43,6 +45,20 @@ func TestBadInputs(t *testing.T) {
 			deepGates + `:3: gate "deep": expression is`},
 		{"run, gates nested 200 deep", []string{"run", "gang-quota", "--cluster", "kind", "--out", out, "--gates", nestedGates}, ExitBadInput,
 			nestedGates + `:3: gate "nested": right of <=: parentheses nest more than 100 deep`},
+		// An output directory that cannot be written: exit 2 before any work (report, compare and
+		// trend exited 1 once they had done it; run already exited 2).
+		{"report, --out a regular file", []string{"report", res, "--out", regular, "--no-gates"}, ExitBadInput,
+			"--out " + regular + ": expected a directory brakebench can write to: mkdir " + regular + ": not a directory"},
+		{"report, --out under a regular file", []string{"report", res, "--out", filepath.Join(regular, "sub"), "--no-gates"}, ExitBadInput,
+			"--out " + filepath.Join(regular, "sub") + ": expected a directory brakebench can write to: mkdir " + regular + ": not a directory"},
+		{"compare, --out a regular file", []string{"compare", res, second, "--out", regular}, ExitBadInput,
+			"--out " + regular + ": expected a directory brakebench can write to"},
+		{"trend, --out a regular file", []string{"trend", res, second, "--out", regular}, ExitBadInput,
+			"--out " + regular + ": expected a directory brakebench can write to"},
+		{"trend, --out under a regular file", []string{"trend", dir, "--out", filepath.Join(regular, "sub")}, ExitBadInput,
+			"--out " + filepath.Join(regular, "sub") + ": expected a directory brakebench can write to"},
+		{"run, --out a regular file", []string{"run", "gang-quota", "--cluster", "kind", "--out", regular}, ExitBadInput,
+			`--out: key "out": expected a directory brakebench can write results to: mkdir ` + regular + ": not a directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

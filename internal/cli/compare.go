@@ -32,6 +32,13 @@ func (a *app) compareCmd() *cobra.Command {
 			if err != nil {
 				return badInput(err)
 			}
+			dir := out
+			if dir == "" {
+				dir = filepath.Dir(args[len(args)-1])
+			}
+			if err := checkOutFlag(dir, out != "", "next to the last results file, "+args[len(args)-1]); err != nil {
+				return err
+			}
 			c.Text(a.stdout)
 			// Invariants violated in a later run that held in A come first.
 			regs := analysis.RunRegressions(c.Cells, c.Invariants)
@@ -42,13 +49,7 @@ func (a *app) compareCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if out == "" {
-				out = filepath.Dir(args[len(args)-1])
-			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return err
-			}
-			path := filepath.Join(out, "compare.html")
+			path := filepath.Join(dir, "compare.html")
 			if err := os.WriteFile(path, page, 0o644); err != nil {
 				return err
 			}

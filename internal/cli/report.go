@@ -20,6 +20,13 @@ func (a *app) reportCmd() *cobra.Command {
 			if err != nil {
 				return badInput(err)
 			}
+			dir := out
+			if dir == "" {
+				dir = filepath.Dir(args[0])
+			}
+			if err := checkOutFlag(dir, out != "", "next to "+args[0]); err != nil {
+				return err
+			}
 			var cells []string
 			for _, s := range r.Summary {
 				cells = append(cells, s.Name)
@@ -27,10 +34,6 @@ func (a *app) reportCmd() *cobra.Command {
 			gs, err := gf.load(a.stderr, r.Suite, planSchema(cells, r.CellAxes, r.AxisPrimary))
 			if err != nil {
 				return err
-			}
-			dir := out
-			if dir == "" {
-				dir = filepath.Dir(args[0])
 			}
 			gf.input = args[0]
 			return a.finish(r, gs, &gf, dir)

@@ -106,18 +106,38 @@ func checkOut(cfg *config.Resolved) error {
 	fail := func(err error) error {
 		return badInput(&config.Error{Source: cfg.Source("out"), Key: "out", Msg: "expected a directory brakebench can write results to: " + err.Error()})
 	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return fail(err)
-	}
-	f, err := os.CreateTemp(cfg.Out, ".brakebench-probe-*")
-	if err != nil {
-		return fail(err)
-	}
-	_, werr := f.WriteString("brakebench checks that it can write here\n")
-	if err := errors.Join(werr, f.Close(), os.Remove(f.Name())); err != nil {
+	if err := probeDir(cfg.Out); err != nil {
 		return fail(err)
 	}
 	return nil
+}
+
+// probeDir creates dir and writes and removes a probe file in it.
+func probeDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".brakebench-probe-*")
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteString("brakebench checks that it can write here\n")
+	return errors.Join(werr, f.Close(), os.Remove(f.Name()))
+}
+
+// checkOutFlag makes sure a command that reads no configuration (report, compare, trend) can
+// write into its output directory before it does any work: dir is --out, or when --out was not
+// given (given false) its default, which def describes. A failure is bad input (exit 2) naming
+// --out and the directory, as for run.
+func checkOutFlag(dir string, given bool, def string) error {
+	err := probeDir(dir)
+	switch {
+	case err == nil:
+		return nil
+	case given:
+		return badInput(fmt.Errorf("--out %s: expected a directory brakebench can write to: %w", dir, err))
+	}
+	return badInput(fmt.Errorf("--out not given: its default %s (%s) is not a directory brakebench can write to: %w; give --out DIR", dir, def, err))
 }
 
 func (a *app) planCmd() *cobra.Command {

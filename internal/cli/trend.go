@@ -39,20 +39,21 @@ func (a *app) trendCmd() *cobra.Command {
 			if err != nil {
 				return badInput(err)
 			}
+			dir, def := out, "the current directory"
+			if dir == "" {
+				dir = "."
+				if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() && len(args) == 1 {
+					dir, def = args[0], "the one directory given"
+				}
+			}
+			if err := checkOutFlag(dir, out != "", def); err != nil {
+				return err
+			}
 			runs, err := trend.Load(paths)
 			if err != nil {
 				return badInput(err)
 			}
 			t := trend.Build(runs, opt)
-			if out == "" {
-				out = "."
-				if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() && len(args) == 1 {
-					out = args[0]
-				}
-			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return err
-			}
 			page, err := reports.TrendHTML(t)
 			if err != nil {
 				return err
@@ -61,7 +62,7 @@ func (a *app) trendCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			html, js := filepath.Join(out, "trend.html"), filepath.Join(out, "trend.json")
+			html, js := filepath.Join(dir, "trend.html"), filepath.Join(dir, "trend.json")
 			if err := os.WriteFile(html, page, 0o644); err != nil {
 				return err
 			}
