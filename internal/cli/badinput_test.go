@@ -59,6 +59,23 @@ func TestBadInputs(t *testing.T) {
 			"--out " + filepath.Join(regular, "sub") + ": expected a directory brakebench can write to"},
 		{"run, --out a regular file", []string{"run", "gang-quota", "--cluster", "kind", "--out", regular}, ExitBadInput,
 			`--out: key "out": expected a directory brakebench can write results to: mkdir ` + regular + ": not a directory"},
+		// An unknown command is exit 2 also with --help, after help and below a group (cobra
+		// checked --help first and printed the group's help with exit 0).
+		{"unknown command with --help", []string{"rnu", "--help"}, ExitBadInput, `unknown command "rnu" for "brakebench"`},
+		{"--help before an unknown command", []string{"--help", "rnu"}, ExitBadInput, `unknown command "rnu" for "brakebench"`},
+		{"unknown subcommand with -h", []string{"lab", "upp", "-h"}, ExitBadInput, `unknown command "upp" for "brakebench lab"`},
+		{"help for an unknown command", []string{"help", "rnu"}, ExitBadInput, `help: unknown command "rnu" for "brakebench"`},
+		{"help for an unknown subcommand", []string{"help", "lab", "upp"}, ExitBadInput, `help: unknown command "upp" for "brakebench lab"`},
+		{"completion for an unknown shell", []string{"completion", "tcsh"}, ExitBadInput, `unknown command "tcsh" for "brakebench completion"`},
+		{"completion with an extra argument", []string{"completion", "bash", "x"}, ExitBadInput, `unknown command "x" for "brakebench completion bash"`},
+		{"--help", []string{"--help"}, ExitOK, ""},
+		{"-h", []string{"-h"}, ExitOK, ""},
+		{"run --help", []string{"run", "--help"}, ExitOK, ""},
+		{"run SUITE --help", []string{"run", "gang-quota", "--help"}, ExitOK, ""},
+		{"lab --help", []string{"lab", "--help"}, ExitOK, ""},
+		{"help run", []string{"help", "run"}, ExitOK, ""},
+		{"help lab up", []string{"help", "lab", "up"}, ExitOK, ""},
+		{"completion bash", []string{"completion", "bash"}, ExitOK, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

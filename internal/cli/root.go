@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -129,9 +130,55 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 			rejectConfigFlags(c)
 		}
 	}
+	// The completion command is added here rather than when the root executes, so that its usage
+	// errors are bad input too (`completion bash x` exited 1, `completion typo` printed help).
+	root.InitDefaultCompletionCmd()
+	root.SetHelpCommand(helpCmd())
 	usageErrorsAreBadInput(root)
 	return root
 }
+
+// helpCmd is `brakebench help [command]`: cobra's own printed the root's help and exited 0 for
+// a command that does not exist (`brakebench help rnu`).
+func helpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil {
+				return badInput(fmt.Errorf("help: %w", err))
+			}
+			if len(rest) > 0 {
+				return badInput(fmt.Errorf("help: unknown command %q for %q (see %s --help)", rest[0], cmd.CommandPath(), cmd.CommandPath()))
+			}
+			return cmd.Help()
+		},
+	}
+}
+
+// helpFlag is the --help of a command that groups subcommands (the root, lab, completion). It
+// reads as false when the command line also holds a word that names none of them, so that the
+// command's Args reports the unknown command (exit 2): cobra checks --help first and printed the
+// group's help with exit 0 for `brakebench rnu --help`.
+type helpFlag struct {
+	set bool
+	cmd *cobra.Command
+}
+
+func (h *helpFlag) String() string {
+	return strconv.FormatBool(h.set && len(h.cmd.Flags().Args()) == 0)
+}
+
+func (h *helpFlag) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	h.set = b
+	return err
+}
+
+func (h *helpFlag) Type() string { return "bool" }
+
+func (h *helpFlag) IsBoolFlag() bool { return true }
 
 // rejectConfigFlags makes a command that reads no configuration refuse the configuration flags
 // (they were silently ignored: `report -f x.yaml` looked as if it did something).
@@ -156,6 +203,7 @@ func usageErrorsAreBadInput(root *cobra.Command) {
 	var fix func(c *cobra.Command)
 	fix = func(c *cobra.Command) {
 		if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+			c.Flags().VarPF(&helpFlag{cmd: c}, "help", "h", "help for "+c.Name()).NoOptDefVal = "true"
 			c.Args = func(cmd *cobra.Command, args []string) error {
 				if len(args) > 0 {
 					return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
