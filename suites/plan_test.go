@@ -204,3 +204,70 @@ func TestMainJobHasPower(t *testing.T) {
 		t.Fatalf("warmpool-burst runs %d repetitions by default; a 20%% p99 shift needs %d for 80%% power", cfg.Matrix.Repetitions, stats.PowerReps)
 	}
 }
+
+// A controllerArgs item or a controller.args flag the version does not define makes the cell not
+// applicable at plan time (v1.0.1 exits at start on v0.5.5's --enable-webhook), never a cell
+// whose controller crashes.
+func TestPlanArgsAgainstTheVersion(t *testing.T) {
+	defined := map[string]map[string]bool{
+		"v0.5.5": {"enable-webhook": true, "kube-api-qps": true},
+		"v1.0.1": {"kube-api-qps": true},
+	}
+	supports := func(v, flag string) (bool, error) { return defined[v][flag], nil }
+	tests := []struct {
+		name string
+		sets []string
+		want map[string]string // cell name -> not applicable reason ("" applicable)
+	}{
+		{"matrix.controllerArgs", []string{"controller.versions=v0.5.5,v1.0.1", "matrix.controllerArgs=--kube-api-qps=5,--enable-webhook=false"},
+			map[string]string{
+				"none@v0.5.5+kube-api-qps=5": "", "none@v0.5.5+enable-webhook=false": "",
+				"none@v1.0.1+kube-api-qps=5": "", "none@v1.0.1+enable-webhook=false": "agent-sandbox v1.0.1 has no --enable-webhook (matrix.controllerArgs)",
+			}},
+		{"controller.args", []string{"controller.versions=v0.5.5,v1.0.1", "controller.args=--enable-webhook=false"},
+			map[string]string{"none@v0.5.5": "", "none@v1.0.1": "agent-sandbox v1.0.1 has no --enable-webhook (controller.args)"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Loader{Sets: append([]string{"matrix.brakes=none", "matrix.repetitions=1", "matrix.sequential=false"}, tc.sets...)}.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := WarmpoolBurst().Plan(cfg, PlanContext{Supports: supports})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, c := range p.Cells {
+				got[c.Name] = c.NotApplicable
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("not applicable\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A controller arg whose value the flag's kind cannot parse fails the plan (exit 2): the
+// controller would exit at start whatever the version.
+func TestPlanRejectsArgValues(t *testing.T) {
+	pc := PlanContext{
+		Supports: func(string, string) (bool, error) { return true, nil },
+		CheckArg: func(_, arg string) (string, error) {
+			if arg == "--kube-api-qps=fast" {
+				return "--kube-api-qps=fast is not a valid float64", nil
+			}
+			return "", nil
+		},
+	}
+	for _, sets := range [][]string{{"matrix.controllerArgs=--kube-api-qps=fast"}, {"controller.args=--kube-api-qps=fast"}} {
+		cfg, err := config.Loader{Sets: append([]string{"matrix.brakes=none", "matrix.repetitions=1"}, sets...)}.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = WarmpoolBurst().Plan(cfg, pc)
+		if err == nil || !strings.Contains(err.Error(), "--kube-api-qps=fast is not a valid float64") {
+			t.Errorf("%v: err %v", sets, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,6 +51,22 @@ type Env struct {
 	APF *loadgen.APF
 	// Versions are the pinned component versions (for provenance).
 	Versions map[string]string
+
+	notes []string
+}
+
+// collectNotes prints and keeps what the controller said about its last change (provider.Noter).
+func (e *Env) collectNotes(ctrl provider.Controller) {
+	n, ok := ctrl.(provider.Noter)
+	if !ok {
+		return
+	}
+	for _, note := range n.TakeNotes() {
+		e.Progress.Printf("note: %s", note)
+		if !slices.Contains(e.notes, note) {
+			e.notes = append(e.notes, note)
+		}
+	}
 }
 
 // PlanContext answers what planning needs to know about the system under test.
@@ -58,6 +75,9 @@ type PlanContext struct {
 	// "sandbox-warm-pool-max-refill-rate"); an error means the version cannot be had.
 	// nil: every flag is assumed supported.
 	Supports func(version, flag string) (bool, error)
+	// CheckArg says what is wrong with a controller arg's value ("--name=value") for the
+	// flag's kind at version ("" when nothing is); nil: values are not checked.
+	CheckArg func(version, arg string) (string, error)
 	// Source returns the directory of the controller's module at version (its manifests and
 	// examples); nil: overlays are assumed present.
 	Source func(version string) (string, error)

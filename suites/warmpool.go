@@ -133,6 +133,11 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 			na = f.NotApplicable(cfg)
 		}
 		extra := strings.Fields(set)
+		if na == "" {
+			if na, err = argsNotApplicable(v, extra, cfg.Controller.Args, pc); err != nil {
+				return nil, err
+			}
+		}
 		fillFlags := extra
 		flags = append(flags, extra...)
 		if cfg.Workload.FillWithBrakes {
@@ -256,8 +261,50 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 	if env.APF != nil {
 		res.Loadgen.FlowSchema, res.Loadgen.PriorityLevel = env.APF.FlowSchema, env.APF.PriorityLevel
 	}
+	res.Notes = append(res.Notes, env.notes...)
 	res.EndedAt = time.Now().UTC()
 	return res, nil
+}
+
+// argsNotApplicable says which of a cell's extra controller args (matrix.controllerArgs) and the
+// baseline args (controller.args) the controller at version does not define: such a cell is not
+// applicable (a controller given an undefined flag exits at start with its usage).
+// A value the flag's kind cannot parse is an error (bad input): no version could run it.
+func argsNotApplicable(version string, extra, base []string, pc PlanContext) (string, error) {
+	if pc.Supports == nil {
+		return "", nil
+	}
+	name := version
+	if name == "" {
+		name = "(pinned version)"
+	}
+	for _, set := range []struct {
+		key  string
+		args []string
+	}{{"matrix.controllerArgs", extra}, {"controller.args", base}} {
+		for _, a := range set.args {
+			if !strings.HasPrefix(a, "-") {
+				continue
+			}
+			flag := strings.TrimLeft(strings.SplitN(a, "=", 2)[0], "-")
+			ok, err := pc.Supports(version, flag)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				return fmt.Sprintf("agent-sandbox %s has no --%s (%s)", name, flag, set.key), nil
+			}
+			if pc.CheckArg == nil {
+				continue
+			}
+			if bad, err := pc.CheckArg(version, a); err != nil {
+				return "", err
+			} else if bad != "" {
+				return "", fmt.Errorf("%s: %s (agent-sandbox %s's controller would exit at start)", set.key, bad, name)
+			}
+		}
+	}
+	return "", nil
 }
 
 // configureController gives the agent-sandbox controller version and flags. The first call of a
@@ -272,6 +319,7 @@ func configureController(ctx context.Context, env *Env, version string, flags []
 		}
 	}
 	revert, err := ctrl.Configure(ctx, version, flags)
+	env.collectNotes(ctrl)
 	if revert == nil { // a provider that returned none: nothing to undo here (the journal still has the original)
 		revert = func(context.Context) error { return nil }
 	}

@@ -88,7 +88,10 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 	restart := time.Now()
 	if !sameFlags(pc.FillFlags, pc.Flags) {
 		// Full pool, now the cell's brakes: restart the controller and let it reconcile the pool.
-		if _, err := env.Cluster.Controller().Configure(ctx, pc.Version, pc.Flags); err != nil {
+		ctrl := env.Cluster.Controller()
+		_, err := ctrl.Configure(ctx, pc.Version, pc.Flags)
+		env.collectNotes(ctrl)
+		if err != nil {
 			cell.Error = "apply the cell's controller flags: " + err.Error()
 			return cell
 		}

@@ -3,12 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/brakebench/brakebench/internal/labbuild"
+	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 	"github.com/brakebench/brakebench/suites"
 )
 
@@ -28,7 +26,7 @@ func (a *app) fetchModule(ctx context.Context, mod, version string) (string, err
 func (a *app) planContext(ctx context.Context) suites.PlanContext {
 	versions, _ := labbuild.LoadVersions()
 	var mu sync.Mutex
-	sources := map[string]string{}
+	sources := map[string]agentsandbox.Flags{}
 	source := func(version string) (string, error) {
 		if version == "" {
 			version = versions.AgentSandbox
@@ -39,25 +37,38 @@ func (a *app) planContext(ctx context.Context) suites.PlanContext {
 		}
 		return dir, nil
 	}
-	return suites.PlanContext{Source: source, Supports: func(version, flag string) (bool, error) {
+	flags := func(version string) (agentsandbox.Flags, error) {
 		if version == "" {
 			version = versions.AgentSandbox
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		src, ok := sources[version]
+		defined, ok := sources[version]
 		if !ok {
 			dir, err := source(version)
 			if err != nil {
+				return nil, err
+			}
+			if defined, err = agentsandbox.ControllerFlags(dir); err != nil {
+				return nil, fmt.Errorf("agent-sandbox %s: %w", version, err)
+			}
+			sources[version] = defined
+		}
+		return defined, nil
+	}
+	return suites.PlanContext{Source: source,
+		Supports: func(version, flag string) (bool, error) {
+			defined, err := flags(version)
+			if err != nil {
 				return false, err
 			}
-			raw, err := os.ReadFile(filepath.Join(dir, "cmd", "agent-sandbox-controller", "main.go"))
+			return defined.Defines(flag), nil
+		},
+		CheckArg: func(version, arg string) (string, error) {
+			defined, err := flags(version)
 			if err != nil {
-				return false, fmt.Errorf("agent-sandbox %s: %w", version, err)
+				return "", err
 			}
-			src = string(raw)
-			sources[version] = src
-		}
-		return strings.Contains(src, `"`+flag+`"`), nil
-	}}
+			return defined.CheckValue(arg), nil
+		}}
 }

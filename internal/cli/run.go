@@ -28,6 +28,7 @@ import (
 	"github.com/brakebench/brakebench/internal/provider/kubeconfigprovider"
 	"github.com/brakebench/brakebench/internal/provider/labprovider"
 	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 	"github.com/brakebench/brakebench/reports"
 	"github.com/brakebench/brakebench/suites"
 )
@@ -36,7 +37,7 @@ func (a *app) providers() provider.Registry {
 	versions, _ := labbuild.LoadVersions()
 	return provider.Registry{
 		"lab":        labprovider.Factory(a.newLab),
-		"kubeconfig": kubeconfigprovider.Factory,
+		"kubeconfig": kubeconfigprovider.FactoryWithFlags(agentsandbox.FlagsAt(a.fetchModule)),
 		"kind":       kindprovider.Factory(a.fetchModule, versions.AgentSandbox),
 	}
 }
@@ -281,6 +282,7 @@ func (a *app) run(ctx context.Context, name string, gf gateFlags, up upgradeFlag
 	// The built-in invariant gate judges every version's cells: an upgrade run whose --from
 	// version over-fills the pool exits 3 (the upgrade view says whether --to fixed it).
 	ferr := a.finish(res, gs, &gf, dir)
+	a.keepControllerLog(ctx, cluster, dir)
 	if up.preset == "upgrade" {
 		regs, cerr := a.upgradeView(res, up, dir)
 		if cerr != nil {
@@ -295,6 +297,38 @@ func (a *app) run(ctx context.Context, name string, gf gateFlags, up upgradeFlag
 		}
 	}
 	return ferr
+}
+
+// keepControllerLog copies the agent-sandbox controller's log into the run's output directory
+// (the lab's state directory, where it is written, goes when the lab comes down): a controller
+// that exited at start is diagnosed from it after the run. Best effort: a run's verdict does not
+// depend on it.
+func (a *app) keepControllerLog(ctx context.Context, cluster provider.Cluster, dir string) {
+	cl, ok := cluster.(provider.ControllerLogs)
+	if !ok {
+		return
+	}
+	r, err := cl.ControllerLog(ctx)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "controller log not kept: %v\n", err)
+		return
+	}
+	defer r.Close()
+	path := filepath.Join(dir, filepath.FromSlash(lab.ControllerLogName))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		fmt.Fprintf(a.stderr, "controller log not kept: %v\n", err)
+		return
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		_, err = io.Copy(f, r)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "controller log not kept: %v\n", err)
+		return
+	}
+	fmt.Fprintf(a.stdout, "controller log: %s\n", path)
 }
 
 // upgradeView compares the --to cells with the --from cells of one run (compare.html beside the

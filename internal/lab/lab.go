@@ -427,15 +427,37 @@ func (l *Lab) StartController(ctx context.Context, s *State, version string, ext
 	if err != nil {
 		return nil, err
 	}
+	mod, err := l.builder.ModuleDir(ctx, "sigs.k8s.io/agent-sandbox", version)
+	if err != nil {
+		return nil, err
+	}
+	defined, err := agentsandbox.ControllerFlags(mod)
+	if err != nil {
+		return nil, err
+	}
+	// A flag the version does not define makes it exit at start with its usage: the plan marks
+	// such cells not applicable, and nothing may pass one here.
+	if bad := defined.Undefined(extra); len(bad) > 0 {
+		return nil, fmt.Errorf("agent-sandbox %s does not define %s (its own cmd/agent-sandbox-controller/main.go)", version, strings.Join(bad, " "))
+	}
 	args := []string{
 		"--kubeconfig=" + s.ControllerKubeconfig,
 		"--extensions=true",
 		"--leader-elect=false",
-		"--enable-webhook=false",
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", mport),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", hport),
 	}
+	// The lab serves only v1beta1 CRDs (no conversion): the webhook stays off where a version
+	// has one (v1.0.1 removed it with its flags).
+	if defined.Defines("enable-webhook") {
+		args = append(args, "--enable-webhook=false")
+	}
 	args = append(args, extra...)
+	// The log is appended across restarts: a failure is read from what this start wrote.
+	var logStart int64
+	if fi, err := os.Stat(l.ControllerLogPath()); err == nil {
+		logStart = fi.Size()
+	}
 	p, _, err := startProc("agent-sandbox-controller", bin, args, nil, l.ControllerLogPath())
 	if err != nil {
 		return nil, err
@@ -448,7 +470,11 @@ func (l *Lab) StartController(ctx context.Context, s *State, version string, ext
 		return nil, err
 	}
 	if err := waitHTTP(ctx, ctrl.HealthURL, 60*time.Second, func() bool { return alive(p.PID, bin) }); err != nil {
-		return nil, fmt.Errorf("agent-sandbox controller did not become ready (log %s): %w\n%s", ctrl.Log, err, tailFile(ctrl.Log, 2000))
+		log := readFrom(ctrl.Log, logStart, 64<<10)
+		if cause := agentsandbox.StartupFailure(log); cause != "" {
+			return nil, fmt.Errorf("agent-sandbox controller %s did not become ready: %s (%w; log %s, kept with the run's output as %s)", version, cause, err, ctrl.Log, ControllerLogName)
+		}
+		return nil, fmt.Errorf("agent-sandbox controller %s did not become ready (%w; log %s, kept with the run's output as %s); its last lines:\n%s", version, err, ctrl.Log, ControllerLogName, lastLines(log, 20))
 	}
 	return ctrl, nil
 }
@@ -587,6 +613,27 @@ func tail(b []byte, n int) string {
 func tailFile(path string, n int) string {
 	b, _ := os.ReadFile(path)
 	return tail(b, n)
+}
+
+// ControllerLogName is where a run keeps the controller's log in its output directory.
+const ControllerLogName = "logs/agent-sandbox-controller.log"
+
+// readFrom is what path holds after offset off (at most its last max bytes).
+func readFrom(path string, off int64, max int) string {
+	b, _ := os.ReadFile(path)
+	if off > 0 && off <= int64(len(b)) {
+		b = b[off:]
+	}
+	return tail(b, max)
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // ControllerLogPath is the agent-sandbox controller's log file (appended across restarts).

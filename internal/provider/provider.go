@@ -139,6 +139,12 @@ type ControllerLogs interface {
 	ControllerLog(ctx context.Context) (io.ReadCloser, error)
 }
 
+// Noter is a controller with something to say about a change it made (a Deployment that
+// dropped args its new version does not define); the runner prints it and keeps it in results.
+type Noter interface {
+	TakeNotes() []string
+}
+
 // VersionPreparer is a cluster that must build controller versions before it can run them (the
 // lab); a run prepares every version it needs before its first cell, so a failing build never
 // wastes half a run.

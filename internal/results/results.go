@@ -46,6 +46,9 @@ type Results struct {
 	AxisPrimary string                       `json:"axisPrimary,omitempty"`
 	Gates       []gates.Verdict              `json:"gates,omitempty"`
 	Errors      []string                     `json:"errors,omitempty"`
+	// Notes are what the run changed beyond the plan and had to say (args a controller version
+	// does not define, dropped from a Deployment on a version switch).
+	Notes []string `json:"notes,omitempty"`
 	// Incomplete says why the run did not finish its plan (interrupted, a broken lab): its
 	// verdicts cover only what ran, and no report calls it a pass.
 	Incomplete string `json:"incomplete,omitempty"`

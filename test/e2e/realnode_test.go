@@ -110,7 +110,7 @@ func TestRealNodeRunsAPod(t *testing.T) {
 // its image between the two versions and back.
 func TestKubeconfigPathOnTheRealNode(t *testing.T) {
 	ctx := context.Background()
-	s, err := theLab.DeployController(ctx, []string{"v0.5.3"})
+	s, err := theLab.DeployController(ctx, []string{"v0.5.3", "v1.0.1"})
 	if s != nil {
 		labState = s
 	}
@@ -189,6 +189,42 @@ func TestKubeconfigPathOnTheRealNode(t *testing.T) {
 		sameAsOrig("after the run")
 		if now := controllerPod(); now.UID == first.UID {
 			t.Error("the controller pod was never replaced: the brake cell's rollout did not happen")
+		}
+	})
+
+	// The Deployment keeps its args when its image changes: v0.5.5's --enable-webhook=false
+	// made v1.0.1 exit at start. Each direction of the upgrade runs every cell; going to v1.0.1
+	// drops the arg for its cells and says so, going back restores it, and the run ends with
+	// the original Deployment.
+	t.Run("upgrade to v1.0.1 and back on the Deployment", func(t *testing.T) {
+		for _, dir := range [][2]string{{"v0.5.5", "v1.0.1"}, {"v1.0.1", "v0.5.5"}} {
+			out := t.TempDir()
+			args := append([]string{"run", "warmpool-burst", "--preset", "upgrade", "--from", dir[0], "--to", dir[1], "--out", out}, kc...)
+			for _, s := range []string{allow, "matrix.brakes=none", "matrix.repetitions=1", "workload.pool=4", "workload.claims=4"} {
+				args = append(args, "--set", s)
+			}
+			_, err := runCLI(t, args...)
+			var exit *cli.ExitError
+			if err != nil && !(errors.As(err, &exit) && exit.Code == cli.ExitGateFailed) {
+				t.Fatalf("upgrade %s -> %s on the Deployment: %v", dir[0], dir[1], err)
+			}
+			r, _ := readRun(t, out, "warmpool-burst")
+			for _, cell := range r.Cells {
+				if cell.Error != "" {
+					t.Errorf("%s: %s", cell.Name, cell.Error)
+				}
+				v := strings.SplitN(cell.Name, "@", 2)[1]
+				if cell.Controller.Version != v {
+					t.Errorf("%s ran %s", cell.Name, cell.Controller.Version)
+				}
+				if webhook := slices.Contains(cell.Controller.Flags, "--enable-webhook=false"); webhook != (v == "v0.5.5") {
+					t.Errorf("%s ran with args %v", cell.Name, cell.Controller.Flags)
+				}
+			}
+			if !strings.Contains(strings.Join(r.Notes, "\n"), "dropped --enable-webhook=false") {
+				t.Errorf("notes %q do not say the arg was dropped for v1.0.1", r.Notes)
+			}
+			sameAsOrig("after the upgrade " + dir[0] + " -> " + dir[1])
 		}
 	})
 

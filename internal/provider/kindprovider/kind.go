@@ -192,7 +192,7 @@ func (p *Provider) Connect(ctx context.Context) (_ provider.Cluster, err error) 
 	kp := &kubeconfigprovider.Provider{Kubeconfig: kc.GetKubeconfig(), Context: kc.GetKubectlContext(),
 		Namespace: p.cfg.Controller.Namespace, Deployment: p.cfg.Controller.Deployment, Name_: "kind",
 		KueueNamespace: p.cfg.GangQuota.KueueNamespace, KueueDeployment: p.cfg.GangQuota.KueueDeployment,
-		ExporterURL: p.cfg.Autoscale.ExporterURL}
+		ExporterURL: p.cfg.Autoscale.ExporterURL, ControllerFlags: agentsandbox.FlagsAt(p.moduleDir)}
 	rc := kc.KubernetesRestConfig()
 	rc.QPS, rc.Burst = -1, 0
 	destroy := func(ctx context.Context) error { return errors.Join(kc.Destroy(ctx), os.RemoveAll(dir)) }

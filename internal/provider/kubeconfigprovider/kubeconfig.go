@@ -26,16 +26,32 @@ type Provider struct {
 	KueueNamespace, KueueDeployment   string
 	ExporterURL                       string
 	Name_                             string
+	// ControllerFlags reads the flags a controller version defines (nil: no check); a version
+	// switch then drops the Deployment's args the target does not define.
+	ControllerFlags func(ctx context.Context, version string) (agentsandbox.Flags, error)
 }
 
 // Factory implements provider.Factory.
 func Factory(cfg *config.Resolved) (provider.Provider, error) {
+	return newProvider(cfg), nil
+}
+
+// FactoryWithFlags is Factory with the controller's flags read per version by flags.
+func FactoryWithFlags(flags func(ctx context.Context, version string) (agentsandbox.Flags, error)) provider.Factory {
+	return func(cfg *config.Resolved) (provider.Provider, error) {
+		p := newProvider(cfg)
+		p.ControllerFlags = flags
+		return p, nil
+	}
+}
+
+func newProvider(cfg *config.Resolved) *Provider {
 	return &Provider{
 		Kubeconfig: cfg.Cluster.Kubeconfig, Context: cfg.Cluster.Context, AllowContext: cfg.Cluster.AllowContext,
 		Namespace: cfg.Controller.Namespace, Deployment: cfg.Controller.Deployment, Name_: "kubeconfig",
 		KueueNamespace: cfg.GangQuota.KueueNamespace, KueueDeployment: cfg.GangQuota.KueueDeployment,
 		ExporterURL: cfg.Autoscale.ExporterURL,
-	}, nil
+	}
 }
 
 // Name implements provider.Provider.
@@ -57,7 +73,7 @@ func (p *Provider) Connect(ctx context.Context) (provider.Cluster, error) {
 	if _, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(cctx); err != nil {
 		return nil, fmt.Errorf("cluster of context %q is unreachable: %w", p.Context, err)
 	}
-	return &Cluster{p: p, rc: rc, dep: &agentsandbox.Deployment{Client: c, Namespace: p.Namespace, Name: p.Deployment},
+	return &Cluster{p: p, rc: rc, dep: &agentsandbox.Deployment{Client: c, Namespace: p.Namespace, Name: p.Deployment, Flags: p.ControllerFlags},
 		kueue: &kueuelws.Deployment{Client: c, Namespace: p.KueueNamespace, Name: p.KueueDeployment}}, nil
 }
 
@@ -67,7 +83,7 @@ func NewCluster(p *Provider, rc *rest.Config, created bool, closeFn func(context
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{p: p, rc: rc, created: created, closeFn: closeFn, dep: &agentsandbox.Deployment{Client: c, Namespace: p.Namespace, Name: p.Deployment},
+	return &Cluster{p: p, rc: rc, created: created, closeFn: closeFn, dep: &agentsandbox.Deployment{Client: c, Namespace: p.Namespace, Name: p.Deployment, Flags: p.ControllerFlags},
 		kueue: &kueuelws.Deployment{Client: c, Namespace: p.KueueNamespace, Name: p.KueueDeployment}}, nil
 }
 
@@ -121,6 +137,9 @@ func (g *guarded) Configure(ctx context.Context, version string, extra []string)
 	}
 	return g.c.dep.Configure(ctx, version, extra)
 }
+
+// TakeNotes implements provider.Noter.
+func (g *guarded) TakeNotes() []string { return g.c.dep.TakeNotes() }
 
 func (g *guarded) Current() (string, []string) {
 	v, a, _ := g.c.dep.Current(context.Background())

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,9 +31,24 @@ type Deployment struct {
 	Namespace string
 	Name      string
 
+	// Flags, when set, reads the flags a controller version defines: a version switch then drops
+	// the installed args the target does not define (a Deployment keeps its args when its image
+	// changes, and v1.0.1 exits at start on v0.5.5's --enable-webhook), and refuses cell flags
+	// it does not define. Each drop is a note (TakeNotes).
+	Flags func(ctx context.Context, version string) (Flags, error)
+
 	// base is the Deployment as the first Configure found it: every cell's flags are added to
 	// its args (not to the previous cell's), and a cell without a version runs its image.
-	base *deploymentSnapshot
+	base  *deploymentSnapshot
+	notes []string
+}
+
+// TakeNotes returns what the Deployment has said since the last call (args dropped on a
+// version switch) and forgets it.
+func (d *Deployment) TakeNotes() []string {
+	n := d.notes
+	d.notes = nil
+	return n
 }
 
 type deploymentSnapshot struct {
@@ -90,11 +106,37 @@ func (d *Deployment) Configure(ctx context.Context, version string, extra []stri
 	revert := func(ctx context.Context) error { return d.apply(ctx, orig) }
 	next := *d.base
 	next.replicas = orig.replicas
-	next.args = flagset.Merge(d.base.args, extra)
+	base := d.base.args
 	if version != "" {
 		next.image = withTag(d.base.image, version)
+		if d.Flags != nil {
+			defined, err := d.Flags(ctx, version)
+			if err != nil {
+				return noRevert, err
+			}
+			if bad := defined.Undefined(extra); len(bad) > 0 {
+				return noRevert, fmt.Errorf("agent-sandbox %s does not define %s", version, strings.Join(bad, " "))
+			}
+			if drop := defined.Undefined(base); len(drop) > 0 {
+				base = without(base, drop)
+				d.notes = append(d.notes, fmt.Sprintf("Deployment %s/%s at %s: dropped %s from its args (not defined by %s's controller; restored with the original args at the end)",
+					d.Namespace, d.Name, version, strings.Join(drop, " "), version))
+			}
+		}
 	}
+	next.args = flagset.Merge(base, extra)
 	return revert, d.apply(ctx, next)
+}
+
+// without is args less the ones in drop (compared whole).
+func without(args, drop []string) []string {
+	var out []string
+	for _, a := range args {
+		if !slices.Contains(drop, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func equalSnapshots(a, b deploymentSnapshot) bool {

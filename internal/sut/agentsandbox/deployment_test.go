@@ -234,3 +234,53 @@ func TestApplyingTheRunningSettingIsANoOp(t *testing.T) {
 		}
 	}
 }
+
+// Switching the image to a version that lacks an installed arg drops the arg for that version
+// (v1.0.1 exits at start on v0.5.5's --enable-webhook) and says so; switching back restores it,
+// and a cell flag the target lacks is refused before the Deployment changes.
+func TestConfigureDropsArgsTheTargetVersionLacks(t *testing.T) {
+	ctx := context.Background()
+	dep := controllerDeployment()
+	dep.Spec.Template.Spec.Containers[0].Args = []string{"--leader-elect=true", "--extensions", "--enable-webhook=false"}
+	c := fake.NewSimpleClientset(dep)
+	flags := map[string]Flags{"v0.5.5": parseFlags(mainV055 + `flag.BoolVar(&a, "leader-elect", true, "")
+	flag.BoolVar(&b, "extensions", false, "")`), "v1.0.1": parseFlags(mainV101 + `flag.BoolVar(&a, "leader-elect", true, "")
+	flag.BoolVar(&b, "extensions", false, "")`)}
+	d := &Deployment{Client: c, Namespace: "agent-sandbox-system", Name: "agent-sandbox-controller",
+		Flags: func(_ context.Context, v string) (Flags, error) { return flags[v], nil }}
+	args := func() []string {
+		_, a, err := d.Current(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	tests := []struct {
+		version  string
+		extra    []string
+		wantArgs []string
+		wantNote string
+		wantErr  string
+	}{
+		{"v1.0.1", []string{"--kube-api-qps=5"}, []string{"--leader-elect=true", "--extensions", "--kube-api-qps=5"}, "dropped --enable-webhook=false", ""},
+		{"v0.5.5", nil, []string{"--leader-elect=true", "--extensions", "--enable-webhook=false"}, "", ""},
+		{"v1.0.1", []string{"--webhook-port=9443"}, []string{"--leader-elect=true", "--extensions", "--enable-webhook=false"}, "", "v1.0.1 does not define --webhook-port=9443"},
+	}
+	for i, tc := range tests {
+		_, err := d.Configure(ctx, tc.version, tc.extra)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("step %d: err %v, want %q", i, err, tc.wantErr)
+			}
+		} else if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got := args(); !reflect.DeepEqual(got, tc.wantArgs) {
+			t.Errorf("step %d: args %v, want %v", i, got, tc.wantArgs)
+		}
+		notes := strings.Join(d.TakeNotes(), "\n")
+		if (tc.wantNote == "") != (notes == "") || !strings.Contains(notes, tc.wantNote) {
+			t.Errorf("step %d: notes %q, want %q", i, notes, tc.wantNote)
+		}
+	}
+}

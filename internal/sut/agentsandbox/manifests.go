@@ -147,7 +147,7 @@ func ControllerImage(version string) string {
 
 // InClusterManifests are the release manifests for a real cluster (kind): the webhook-free CRDs,
 // the upstream RBAC, and the upstream extensions Deployment with the published image of version
-// and the webhook off (no conversion is needed with v1beta1-only CRDs).
+// and the webhook off where the version has one (no conversion is needed with v1beta1-only CRDs).
 func InClusterManifests(moduleDir, version string) ([]*unstructured.Unstructured, error) {
 	crds, err := CRDs(moduleDir)
 	if err != nil {
@@ -165,6 +165,14 @@ func InClusterManifests(moduleDir, version string) ([]*unstructured.Unstructured
 	if err != nil {
 		return nil, err
 	}
+	defined, err := ControllerFlags(moduleDir)
+	if err != nil {
+		return nil, err
+	}
+	args := []any{"--leader-elect=true", "--extensions"}
+	if defined.Defines("enable-webhook") { // v1.0.1 has no webhook and no flag for it
+		args = append(args, "--enable-webhook=false")
+	}
 	out := append(crds, rbac...)
 	for _, o := range objs {
 		if o.GetKind() != "Deployment" {
@@ -174,7 +182,7 @@ func InClusterManifests(moduleDir, version string) ([]*unstructured.Unstructured
 		for _, c := range containers {
 			m := c.(map[string]any)
 			m["image"] = ControllerImage(version)
-			m["args"] = []any{"--leader-elect=true", "--extensions", "--enable-webhook=false"}
+			m["args"] = append([]any(nil), args...)
 		}
 		_ = unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers")
 		out = append(out, o)
