@@ -21,6 +21,7 @@ var TableRows = []string{
 	"ceiling.refill_create_5s", "ceiling.pod_schedule_1s", "ceiling.pod_schedule_5s",
 	"pool.refill_start_s", "pool.refill_s",
 	"controller.claim_startup_p50_ms", "cpu.kube-apiserver_s",
+	"claims.all_ready_s", "writes.per_claim", "writes.conflicts_per_claim",
 	"autoscale.bound", "autoscale.max_spec", "autoscale.end_spec", "autoscale.replica_changes",
 	"autoscale.decision_up_s", "autoscale.capacity_up_s", "autoscale.decision_down_s", "autoscale.capacity_down_s",
 	"autoscale.overshoot_max", "autoscale.api_writes", "autoscale.exporter_reads", "autoscale.claims_warm", "autoscale.claims_cold",

@@ -406,8 +406,12 @@ func oneLine(c results.Cell) string {
 		return "error: " + c.Error
 	}
 	s := c.Stats
-	return fmt.Sprintf("p50 %.0fms p90 %.0fms p99 %.0fms | warm %d cold %d failed %d | refill create ceiling %.1f/s (5s) | refill %s",
+	line := fmt.Sprintf("p50 %.0fms p90 %.0fms p99 %.0fms | warm %d cold %d failed %d | refill create ceiling %.1f/s (5s) | refill %s",
 		s.Latency.All.P50, s.Latency.All.P90, s.Latency.All.P99, s.Warm, s.Cold, s.Failed, s.Ceilings.RefillCreate5s, fmtSecs(s.RefillSeconds))
+	if w := s.Writes; w != nil {
+		line += fmt.Sprintf(" | writes/claim %.2f, 409/claim %.2f", w.TotalPerClaim, w.ConflictsPerClaim)
+	}
+	return line
 }
 
 func fmtSecs(p *float64) string {

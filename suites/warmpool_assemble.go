@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
@@ -171,6 +172,7 @@ func assemble(in cellInput) results.Cell {
 	}
 
 	correctness(&c, in)
+	st.Writes = analysis.WriteAccount(&c)
 	controllerStats(st, in.metrics)
 	c.Stats.CreatePasses = in.passes
 	brakeEvidence(&c)

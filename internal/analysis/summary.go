@@ -194,6 +194,7 @@ func brakeMetrics() []metricDef {
 }
 
 func init() {
+	metricDefs = append(metricDefs, writeMetrics()...)
 	metricDefs = append(metricDefs, brakeMetrics()...)
 	metricDefs = append(metricDefs, autoscaleMetrics...)
 }

@@ -435,6 +435,30 @@ type Scrape struct {
 	Series []scrape.Series `json:"series"`
 }
 
+// Writes is a cell's write accounting from the API server's own counters over the burst and
+// the refill (analysis.WriteAccount).
+type Writes struct {
+	Claims int `json:"claims"`
+	// PerClaim are requests per claim by "resource.verb" ("sandboxclaims.patch"): the mutating
+	// verbs of the claims, sandboxes, pods, events and leases, refused requests included.
+	PerClaim map[string]float64 `json:"perClaim"`
+	// TotalPerClaim counts every mutating request of any resource, per claim.
+	TotalPerClaim float64 `json:"totalPerClaim"`
+	// ConflictsPerClaim counts the requests answered 409 Conflict, per claim.
+	ConflictsPerClaim float64 `json:"conflictsPerClaim"`
+	// APFWait is the time requests waited in API Priority and Fairness, per priority level.
+	APFWait map[string]APFWait `json:"apfWait,omitempty"`
+	// AllReadySeconds is when the burst's last claim became Ready (from T0); nil when one never did.
+	AllReadySeconds *float64 `json:"allReadySeconds,omitempty"`
+}
+
+// APFWait is one priority level's queue wait over a cell.
+type APFWait struct {
+	Requests float64 `json:"requests"`
+	MeanMS   float64 `json:"meanMs"`
+	P99MS    float64 `json:"p99Ms"` // from the histogram's buckets
+}
+
 // CellStats are the numbers computed from one cell.
 type CellStats struct {
 	Latency   LatencySet      `json:"latency"` // ms, client-observed
@@ -478,6 +502,8 @@ type CellStats struct {
 	CreatePasses  []int  `json:"createPasses,omitempty"`
 	BrakeEngaged  *bool  `json:"brakeEngaged,omitempty"`
 	BrakeEvidence string `json:"brakeEvidence,omitempty"`
+	// Writes is the write accounting (nil: no API server scrape, or a file written before it).
+	Writes *Writes `json:"writes,omitempty"`
 }
 
 // FaultEvent is one entry of a cell's fault timeline (seconds from T0).

@@ -44,6 +44,13 @@ func TestUpgradeToV101OnTheLab(t *testing.T) {
 				if c.Stats.Failed != 0 || c.Stats.Total != 10 {
 					t.Errorf("%s: %d/%d claims failed", c.Name, c.Stats.Failed, c.Stats.Total)
 				}
+				// Write accounting from the API server's counters: the generator's one claim POST
+				// each (none refused here), and the controller's own writes on top.
+				if w := c.Stats.Writes; w == nil || w.PerClaim["sandboxclaims.post"] != 1 || w.TotalPerClaim <= 1 || w.AllReadySeconds == nil {
+					t.Errorf("%s: write accounting %+v", c.Name, w)
+				} else {
+					t.Logf("%s: %.2f writes/claim (claims %v), 409/claim %.2f, all Ready at %.1f s", c.Name, w.TotalPerClaim, w.PerClaim, w.ConflictsPerClaim, *w.AllReadySeconds)
+				}
 			}
 			if err != nil {
 				t.Logf("gates failed (an invariant of a version, not a crash): %v", err)
