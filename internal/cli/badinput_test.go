@@ -27,6 +27,7 @@ func TestBadInputs(t *testing.T) {
 	deepGates := write("deep.yaml", "gates:\n- name: deep\n  expr: 1 <= "+strings.Repeat("(", 100000)+"1"+strings.Repeat(")", 100000)+"\n")
 	nestedGates := write("nested.yaml", "gates:\n- name: nested\n  expr: 1 <= "+strings.Repeat("(", 200)+"1"+strings.Repeat(")", 200)+"\n")
 	regular := write("a-file", "x")
+	imageFile := write("image.yaml", "workload:\n  image: \"registry.k8s.io/pause:3.10\\n\"\n")
 	second := synthetic(t, dir, 1.0001)
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("TMPDIR", t.TempDir())
@@ -76,6 +77,17 @@ func TestBadInputs(t *testing.T) {
 		{"help run", []string{"help", "run"}, ExitOK, ""},
 		{"help lab up", []string{"help", "lab", "up"}, ExitOK, ""},
 		{"completion bash", []string{"completion", "bash"}, ExitOK, ""},
+		// Free text with a grammar: image references, names, namespaces, label values.
+		{"run, an image with a tab", []string{"run", "gang-quota", "--cluster", "kind", "--out", out, "--set", "workload.image=pause\t3"}, ExitBadInput,
+			`--set: key "workload.image": expected an image reference like registry.k8s.io/pause:3.10 (repository can only contain the characters`},
+		{"run, an image with a newline, from a file", []string{"run", "gang-quota", "--cluster", "kind", "--out", out, "-f", imageFile}, ExitBadInput,
+			imageFile + `:2: key "workload.image": expected an image reference like registry.k8s.io/pause:3.10 (tag can only contain the characters`},
+		{"run, a 100000-character image", []string{"run", "gang-quota", "--cluster", "kind", "--out", out, "--set", "workload.image=" + strings.Repeat("a", 100000)}, ExitBadInput,
+			`(repository must be between 1 and 255 characters in length), got "aaaa`},
+		{"run, a Kueue namespace with capitals", []string{"run", "gang-quota", "--cluster", "kind", "--out", out, "--set", "gangQuota.kueueNamespace=Kueue"}, ExitBadInput,
+			`--set: key "gangQuota.kueueNamespace": expected a namespace (a lower-case DNS-1123 label)`},
+		{"lab import-image, a reference with a space", []string{"lab", "import-image", "--ref", "brakebench :dev", filepath.Join(dir, "nope")}, ExitBadInput,
+			`--ref "brakebench :dev": expected an image reference like brakebench.local/brakebench:dev: repository can only contain the characters`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

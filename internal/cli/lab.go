@@ -162,6 +162,9 @@ func (a *app) labCmd() *cobra.Command {
 			if ref == "" {
 				return badInput(fmt.Errorf("--ref: the image reference pods will name, e.g. brakebench.local/brakebench:dev"))
 			}
+			if err := images.CheckRef(ref); err != nil {
+				return badInput(fmt.Errorf("--ref %s: expected an image reference like brakebench.local/brakebench:dev: %w", config.QuoteShort(ref), err))
+			}
 			if err := images.CheckStatic(args[0]); err != nil {
 				return badInput(err)
 			}

@@ -227,6 +227,9 @@ func (r *Resolved) validate() error {
 			return r.fail("workload.steps", "expected positive rates up to 100000 claims/s, item %d is %v", i, rate)
 		}
 	}
+	if err := r.validateNames(); err != nil {
+		return err
+	}
 	if err := r.validateGang(); err != nil {
 		return err
 	}
