@@ -29,6 +29,11 @@ func TestBadInputs(t *testing.T) {
 	regular := write("a-file", "x")
 	imageFile := write("image.yaml", "workload:\n  image: \"registry.k8s.io/pause:3.10\\n\"\n")
 	second := synthetic(t, dir, 1.0001)
+	// A cluster that refuses connections: the exporter gives up on it after --timeout.
+	unreachable := writeKubeconfig(t, "https://127.0.0.1:1")
+	exporter := func(flags ...string) []string {
+		return append([]string{"exporter", "--kubeconfig", unreachable, "--context", "x", "--listen", "127.0.0.1:0", "--timeout", "1s"}, flags...)
+	}
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("TMPDIR", t.TempDir())
 	cases := []struct {
@@ -88,6 +93,27 @@ func TestBadInputs(t *testing.T) {
 			`--set: key "gangQuota.kueueNamespace": expected a namespace (a lower-case DNS-1123 label)`},
 		{"lab import-image, a reference with a space", []string{"lab", "import-image", "--ref", "brakebench :dev", filepath.Join(dir, "nope")}, ExitBadInput,
 			`--ref "brakebench :dev": expected an image reference like brakebench.local/brakebench:dev: repository can only contain the characters`},
+		// The exporter's flags are checked before it contacts the cluster (an unreachable one here:
+		// they failed only there, after --timeout, or at the API server).
+		{"exporter, a namespace with capitals", exporter("--namespace", "Sandbox_NS"), ExitBadInput,
+			`--namespace "Sandbox_NS": expected a namespace (a lower-case DNS-1123 label): a lowercase RFC 1123 label must consist of`},
+		{"exporter, a namespace of 64 characters", exporter("--namespace", strings.Repeat("n", 64)), ExitBadInput,
+			`: expected a namespace (a lower-case DNS-1123 label): must be no more than 63 characters`},
+		{"exporter, a selector that does not parse", exporter("--selector", "app=,,x"), ExitBadInput,
+			`--selector "app=,,x": expected a label selector like app.kubernetes.io/managed-by=brakebench: found ','`},
+		{"exporter, a port over 65535", exporter("--listen", ":99999"), ExitBadInput,
+			`--listen ":99999": expected HOST:PORT or :PORT with a port from 0 to 65535: port "99999" is not a number from 0 to 65535`},
+		{"exporter, a listen address without a port", exporter("--listen", "8080"), ExitBadInput,
+			`--listen "8080": expected HOST:PORT or :PORT with a port from 0 to 65535: address 8080: missing port in address`},
+		{"exporter, a listen host with a space", exporter("--listen", "local host:80"), ExitBadInput,
+			`--listen "local host:80": expected HOST:PORT or :PORT with a port from 0 to 65535: host "local host" is neither an IP address nor a DNS name`},
+		{"exporter --print-manifests, a bad namespace", []string{"exporter", "--print-manifests", "--image", "ghcr.io/x/brakebench:dev", "--namespace", "a b"}, ExitBadInput,
+			`--namespace "a b": expected a namespace`},
+		{"exporter --print-manifests, a bad install namespace", []string{"exporter", "--print-manifests", "--image", "ghcr.io/x/brakebench:dev", "--install-namespace", "Brakebench"}, ExitBadInput,
+			`--install-namespace "Brakebench": expected a namespace`},
+		{"exporter --print-manifests, an image with a tab", []string{"exporter", "--print-manifests", "--image", "ghcr.io/x/brakebench:dev\t"}, ExitBadInput,
+			`--image "ghcr.io/x/brakebench:dev\t": expected an image reference like ghcr.io/you/brakebench:dev: tag can only contain the characters`},
+		{"exporter --print-manifests, good flags", []string{"exporter", "--print-manifests", "--image", "ghcr.io/x/brakebench:dev", "--namespace", "sandboxes", "--listen", "[::1]:0"}, ExitOK, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,16 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/demand"
+	"github.com/brakebench/brakebench/internal/images"
 	"github.com/brakebench/brakebench/internal/kube"
 )
 
@@ -34,6 +41,9 @@ func (a *app) exporterCmd() *cobra.Command {
 			"the first list within --timeout.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkExporterFlags(ns, selector, listen, installNS, image); err != nil {
+				return err
+			}
 			if printManifests {
 				if image == "" {
 					return badInput(fmt.Errorf("--print-manifests needs --image (an image built from this repository; brakebench publishes none)"))
@@ -97,4 +107,46 @@ func (a *app) exporterCmd() *cobra.Command {
 	cmd.Flags().StringVar(&image, "image", "", "with --print-manifests: the brakebench image to run")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for the cluster to answer the first list of SandboxClaims")
 	return cmd
+}
+
+// checkExporterFlags checks the exporter's flags before it contacts a cluster: a bad namespace or
+// selector failed only at the API server, and a bad --listen only after the first list.
+// Empty --namespace and --selector mean every namespace and every claim.
+func checkExporterFlags(ns, selector, listen, installNS, image string) error {
+	for _, f := range []struct{ flag, val string }{{"--namespace", ns}, {"--install-namespace", installNS}} {
+		if f.val == "" && f.flag == "--namespace" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(f.val); len(errs) > 0 {
+			return badInput(fmt.Errorf("%s %s: expected a namespace (a lower-case DNS-1123 label): %s", f.flag, config.QuoteShort(f.val), strings.Join(errs, "; ")))
+		}
+	}
+	if _, err := labels.Parse(selector); err != nil {
+		return badInput(fmt.Errorf("--selector %s: expected a label selector like %s=%s: %w", config.QuoteShort(selector), kube.ManagedByKey, kube.ManagedByValue, err))
+	}
+	if err := checkListen(listen); err != nil {
+		return badInput(fmt.Errorf("--listen %s: expected HOST:PORT or :PORT with a port from 0 to 65535: %w", config.QuoteShort(listen), err))
+	}
+	if image != "" {
+		if err := images.CheckRef(image); err != nil {
+			return badInput(fmt.Errorf("--image %s: expected an image reference like ghcr.io/you/brakebench:dev: %w", config.QuoteShort(image), err))
+		}
+	}
+	return nil
+}
+
+// checkListen checks an address to serve on: a host that is empty, an IP address or a DNS name,
+// and a port number from 0 to 65535.
+func checkListen(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %s is not a number from 0 to 65535", config.QuoteShort(port))
+	}
+	if host != "" && net.ParseIP(host) == nil && len(validation.IsDNS1123Subdomain(strings.ToLower(host))) > 0 {
+		return fmt.Errorf("host %s is neither an IP address nor a DNS name", config.QuoteShort(host))
+	}
+	return nil
 }
