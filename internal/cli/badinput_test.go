@@ -114,6 +114,12 @@ func TestBadInputs(t *testing.T) {
 		{"exporter --print-manifests, an image with a tab", []string{"exporter", "--print-manifests", "--image", "ghcr.io/x/brakebench:dev\t"}, ExitBadInput,
 			`--image "ghcr.io/x/brakebench:dev\t": expected an image reference like ghcr.io/you/brakebench:dev: tag can only contain the characters`},
 		{"exporter --print-manifests, good flags", []string{"exporter", "--print-manifests", "--image", "ghcr.io/x/brakebench:dev", "--namespace", "sandboxes", "--listen", "[::1]:0"}, ExitOK, ""},
+		// cleanup's run id is a label value (and a journal's name); a cluster that refuses
+		// connections stands behind it (exit 4 once reached).
+		{"cleanup, a run id with a space", []string{"cleanup", "--run", "3f9a 1c2e", "--cluster", "kubeconfig", "--kubeconfig", unreachable, "--context", "x"}, ExitBadInput,
+			`--run "3f9a 1c2e": expected a run id like 3f9a1c2e (a label value): a valid label must be`},
+		{"cleanup, a run id of 100000 characters", []string{"cleanup", "--run", strings.Repeat("f", 100000), "--cluster", "kubeconfig", "--kubeconfig", unreachable, "--context", "x"}, ExitBadInput,
+			`... (100000 bytes): expected a run id like 3f9a1c2e (a label value): must be no more than 63 bytes`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

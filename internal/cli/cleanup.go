@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/config"
@@ -40,6 +41,10 @@ func (a *app) cleanupCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (run == "") == !all {
 				return badInput(errors.New("give exactly one of --run ID and --all"))
+			}
+			// The run id is a label value of the objects to delete and a journal's file name.
+			if errs := validation.IsValidLabelValue(run); run != "" && len(errs) > 0 {
+				return badInput(fmt.Errorf("--run %s: expected a run id like 3f9a1c2e (a label value): %s", config.QuoteShort(run), strings.Join(errs, "; ")))
 			}
 			return a.cleanup(cmd.Context(), run)
 		},
