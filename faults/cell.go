@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brakebench/brakebench/internal/catalog"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/recorder"
@@ -56,15 +57,10 @@ type Describer interface {
 	Describe(fs *results.FaultStats) [][2]string
 }
 
-// Metricer is a fault type with gate metrics (per repetition).
+// Metricer is a fault type with gate metrics (per repetition), registered in the metric
+// catalogue.
 type Metricer interface {
-	Metrics() []Metric
-}
-
-// Metric is a per-repetition summary row a gate can name.
-type Metric struct {
-	Key, Unit string
-	Value     func(c *results.Cell) float64 // NaN: not measured in this cell
+	Metrics() []catalog.Metric
 }
 
 // Run is what a Preparer gets: the run's cluster and its revert stack.
@@ -100,6 +96,14 @@ func registerCell(f CellFault) {
 		panic("faults: " + f.Name() + " registered twice")
 	}
 	cellFaults[f.Name()] = f
+	cf := catalog.Fault{Name: f.Name()}
+	if m, ok := f.(Metricer); ok {
+		cf.Metrics = m.Metrics()
+	}
+	if d, ok := f.(Describer); ok {
+		cf.Describe = d.Describe
+	}
+	catalog.Default.AddFault(cf)
 }
 
 // CellFaultNamed is the fault type called name ("none" and "" are no fault: nil, true).
@@ -119,38 +123,6 @@ func CellFaultNames() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// CellMetrics are the gate metrics of every registered fault type, sorted by key.
-func CellMetrics() []Metric {
-	var out []Metric
-	for _, n := range CellFaultNames() {
-		if m, ok := cellFaults[n].(Metricer); ok {
-			out = append(out, m.Metrics()...)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
-}
-
-// Describe is a recorded cell's fault statistics as labelled rows (nil: no fault or none measured).
-func Describe(fault string, fs *results.FaultStats) [][2]string {
-	f, ok := CellFaultNamed(fault)
-	if !ok || f == nil || fs == nil {
-		return nil
-	}
-	var rows [][2]string
-	if d, ok := f.(Describer); ok {
-		rows = d.Describe(fs)
-	}
-	for _, inv := range fs.Invariants {
-		held := "held"
-		if !inv.Held {
-			held = "VIOLATED"
-		}
-		rows = append(rows, [2]string{inv.Name, held + ": " + inv.Detail})
-	}
-	return rows
 }
 
 // Timeline collects a cell's fault (and cluster-side brake) events on the harness clock.

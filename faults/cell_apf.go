@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/brakebench/brakebench/internal/catalog"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
@@ -92,8 +93,8 @@ func (apfThrottleCell) Describe(fs *results.FaultStats) [][2]string {
 	}
 }
 
-func (apfThrottleCell) Metrics() []Metric {
-	return []Metric{
+func (apfThrottleCell) Metrics() []catalog.Metric {
+	return []catalog.Metric{
 		{Key: "fault.apf_wait_p99_s", Unit: "s", Value: func(c *results.Cell) float64 {
 			if c.Stats.Fault == nil {
 				return ptrOrNaN(nil)

@@ -12,11 +12,13 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/brakebench/brakebench/internal/catalog"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
+	"github.com/brakebench/brakebench/internal/scrape/fetch"
 	"github.com/brakebench/brakebench/internal/stats"
 )
 
@@ -112,7 +114,7 @@ func (gpuFaultCell) Describe(fs *results.FaultStats) [][2]string {
 }
 
 // Metrics: the repair-safety invariants and the numbers behind them, gateable per repetition.
-func (gpuFaultCell) Metrics() []Metric {
+func (gpuFaultCell) Metrics() []catalog.Metric {
 	gpu := func(f func(fs *results.FaultStats) float64) func(c *results.Cell) float64 {
 		return func(c *results.Cell) float64 {
 			if c.Stats.Fault == nil || len(c.Stats.Fault.Invariants) == 0 {
@@ -121,7 +123,7 @@ func (gpuFaultCell) Metrics() []Metric {
 			return f(c.Stats.Fault)
 		}
 	}
-	return []Metric{
+	return []catalog.Metric{
 		{Key: "fault.invariants_violated", Unit: "checks", Value: gpu(func(fs *results.FaultStats) float64 {
 			n := 0
 			for _, inv := range fs.Invariants {
@@ -282,7 +284,7 @@ func (g *gpuCell) armAt(ctx context.Context, at time.Time) {
 		detail := fmt.Sprintf("%s on %v: %s (escalation %s)", f.Kind, nodes, sym.Reason, f.Escalate)
 		if g.c.DCGM != nil {
 			detail += "; dcgm metrics at " + g.c.DCGM.URL()
-			if ss, err := scrape.FetchAll(ctx, g.c.DCGM.URL()); err == nil {
+			if ss, err := fetch.All(ctx, g.c.DCGM.URL()); err == nil {
 				v := scrape.Sum(ss, "DCGM_FI_DEV_XID_ERRORS", map[string]string{"Hostname": nodes[0], "gpu": "0"})
 				g.mu.Lock()
 				g.xid = &v

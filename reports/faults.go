@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/catalog"
 	"github.com/brakebench/brakebench/internal/results"
 )
 
@@ -25,7 +25,7 @@ func faultCells(r *results.Results) []FaultCell {
 		if len(c.FaultLog) == 0 && c.Stats.Fault == nil {
 			continue
 		}
-		fc := FaultCell{Cell: c.ID, Fault: c.Fault, Events: c.FaultLog, Stats: faults.Describe(c.Fault, c.Stats.Fault)}
+		fc := FaultCell{Cell: c.ID, Fault: c.Fault, Events: c.FaultLog, Stats: catalog.Default.Describe(c.Fault, c.Stats.Fault)}
 		if c.Stats.Fault != nil {
 			for _, inv := range c.Stats.Fault.Invariants {
 				if !inv.Held {

@@ -8,8 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/brakebench/brakebench/faults"
-	"github.com/brakebench/brakebench/internal/brakes"
+	"github.com/brakebench/brakebench/internal/catalog"
 	"github.com/brakebench/brakebench/internal/results"
 )
 
@@ -163,10 +162,7 @@ func podStartText(w io.Writer, r *results.Results) {
 // metrics (rows no cell measured are left out of the table).
 func tableRows() []string {
 	rows := append(append([]string(nil), TableRows...), "brake.engaged")
-	for _, m := range brakes.Metrics() {
-		rows = append(rows, m.Key)
-	}
-	for _, m := range faults.CellMetrics() {
+	for _, m := range catalog.Default.Metrics() {
 		rows = append(rows, m.Key)
 	}
 	return rows

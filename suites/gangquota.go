@@ -20,6 +20,7 @@ import (
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
+	"github.com/brakebench/brakebench/internal/scrape/fetch"
 	"github.com/brakebench/brakebench/internal/sut/kueuelws"
 	"github.com/brakebench/brakebench/internal/teardown"
 )
@@ -212,7 +213,7 @@ func (gangQuota) runCell(ctx context.Context, env *Env, sc *Scope, kq provider.K
 		step.End = tr.now()
 		step.Workloads = tr.workloadConditions()
 		if m := kq.Metrics(); m != nil {
-			series, err := scrape.Fetch(ctx, c.Config, scrape.Target{Component: m.Component, URL: m.URL, Insecure: m.Insecure, BearerToken: m.BearerToken})
+			series, err := fetch.Metrics(ctx, c.Config, fetch.Target{Component: m.Component, URL: m.URL, Insecure: m.Insecure, BearerToken: m.BearerToken})
 			if err != nil {
 				step.KueueMetricError = err.Error()
 			} else {

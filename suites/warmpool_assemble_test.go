@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/brakebench/brakebench/internal/images"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
@@ -180,14 +181,14 @@ func TestPodStartSteps(t *testing.T) {
 }
 
 func TestBenchObjectsRealNodePlacement(t *testing.T) {
-	objs := BenchObjects("ns", 0, kube.RealNodeWorkloadImage, true)
+	objs := BenchObjects("ns", 0, images.RealNodeWorkload, true)
 	spec, _, _ := unstructured.NestedMap(objs[0].Object, "spec", "podTemplate", "spec")
 	sel, _ := spec["nodeSelector"].(map[string]any)
 	if sel[kube.RealNodeKey] != "true" || len(spec["tolerations"].([]any)) != 1 {
 		t.Fatalf("real-node placement: %v", spec)
 	}
 	c := spec["containers"].([]any)[0].(map[string]any)
-	if c["imagePullPolicy"] != "Never" || c["image"] != kube.RealNodeWorkloadImage {
+	if c["imagePullPolicy"] != "Never" || c["image"] != images.RealNodeWorkload {
 		t.Errorf("container %v", c)
 	}
 	plain, _, _ := unstructured.NestedMap(BenchObjects("ns", 0, "img", false)[0].Object, "spec", "podTemplate", "spec")

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/brakebench/brakebench/faults"
@@ -15,6 +17,7 @@ import (
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
+	"github.com/brakebench/brakebench/internal/scrape/fetch"
 	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 	"github.com/brakebench/brakebench/internal/teardown"
 	"github.com/brakebench/brakebench/loadgen"
@@ -109,8 +112,8 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 	if version == "" {
 		version = env.Versions["agent-sandbox"]
 	}
-	if err := brakes.FromResult(pc.Brake).Apply(ctx, &brakes.Cell{Clients: c, Version: version, Source: env.Source, Labels: labels,
-		Journal: env.Journal, Reverts: sc.Reverts, Log: log.Add}); err != nil {
+	if err := brakes.FromResult(pc.Brake).Apply(ctx, &brakes.Cell{Version: version, Source: env.Source,
+		Install: installer(c, env.Journal, sc.Reverts, labels), Log: log.Add}); err != nil {
 		cell.Error = "apply brake " + err.Error()
 		return cell
 	}
@@ -309,7 +312,7 @@ func waitReconciled(ctx context.Context, env *Env, timeout time.Duration) error 
 	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if ss, err := scrape.FetchAll(ctx, url); err == nil &&
+		if ss, err := fetch.All(ctx, url); err == nil &&
 			scrape.Sum(ss, "controller_runtime_reconcile_total", map[string]string{"controller": "sandboxwarmpool"}) > 0 {
 			return nil
 		}
@@ -371,7 +374,7 @@ func apiServerOnly(targets []provider.MetricsTarget) []provider.MetricsTarget {
 func scrapeAll(ctx context.Context, env *Env, targets []provider.MetricsTarget) scrapes {
 	out := scrapes{}
 	for _, t := range targets {
-		s, err := scrape.Fetch(ctx, env.Clients.Config, scrape.Target{Component: t.Component, URL: t.URL, ViaAPIServer: t.ViaAPIServer, Insecure: t.Insecure, BearerToken: t.BearerToken})
+		s, err := fetch.Metrics(ctx, env.Clients.Config, fetch.Target{Component: t.Component, URL: t.URL, ViaAPIServer: t.ViaAPIServer, Insecure: t.Insecure, BearerToken: t.BearerToken})
 		out[t.Component] = scrapeResult{s, err}
 	}
 	return out
@@ -475,4 +478,42 @@ func projectionWindow(w time.Duration, b results.Brake) time.Duration {
 		return 2 * d
 	}
 	return w
+}
+
+// installer installs a brake's manifest for a cell (brakes.Cell.Install): each object is
+// journaled and its deletion pushed on the cell's reverts before it is created; an object of the
+// same name that brakebench did not create is left alone and fails the cell.
+func installer(c *kube.Clients, journal *faults.Journal, reverts *faults.Stack, labels map[string]string) func(ctx context.Context, what string, manifest []byte) (int, error) {
+	return func(ctx context.Context, what string, manifest []byte) (int, error) {
+		objs, err := kube.DecodeYAML(manifest)
+		if err != nil {
+			return 0, err
+		}
+		for _, o := range objs {
+			gvk := o.GroupVersionKind()
+			m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				return 0, err
+			}
+			existing, err := c.Dynamic.Resource(m.Resource).Get(ctx, o.GetName(), metav1.GetOptions{})
+			if err == nil && existing.GetLabels()[kube.ManagedByKey] != kube.ManagedByValue {
+				return 0, fmt.Errorf("%s %s already exists and is not brakebench's: not touching it", gvk.Kind, o.GetName())
+			}
+			if err := journal.Record(faults.Entry{Op: faults.OpCreated, APIVersion: o.GetAPIVersion(), Kind: gvk.Kind, Resource: m.Resource.Resource, Name: o.GetName()}); err != nil {
+				return 0, err
+			}
+			gvr, name := m.Resource, o.GetName()
+			reverts.Push(what+" "+name, func(ctx context.Context) error {
+				err := c.Dynamic.Resource(gvr).Delete(ctx, name, metav1.DeleteOptions{})
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return err
+			})
+		}
+		if err := c.Apply(ctx, objs, labels); err != nil {
+			return 0, err
+		}
+		return len(objs), nil
+	}
 }

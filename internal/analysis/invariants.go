@@ -97,7 +97,7 @@ func IsInvariant(key string) bool {
 // the table's order; an invariant no repetition measured is left out.
 func Invariants(cells []*results.Cell) []results.InvariantVerdict {
 	defs := map[string]metricDef{}
-	for _, d := range metricDefs {
+	for _, d := range metricDefs() {
 		defs[d.key] = d
 	}
 	var out []results.InvariantVerdict

@@ -14,8 +14,7 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
-	"github.com/brakebench/brakebench/faults"
-	"github.com/brakebench/brakebench/internal/brakes"
+	"github.com/brakebench/brakebench/internal/catalog"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/stats"
 )
@@ -61,7 +60,7 @@ func ptr(p *float64) float64 {
 }
 
 // MetricDefs are the summary rows of a warm-pool suite, in display order.
-var metricDefs = []metricDef{
+var baseDefs = []metricDef{
 	{key: "claim.p50_ms", unit: "ms", pooled: latencies(""), p: 50},
 	{key: "claim.p90_ms", unit: "ms", pooled: latencies(""), p: 90},
 	{key: "claim.p99_ms", unit: "ms", pooled: latencies(""), p: 99},
@@ -183,20 +182,22 @@ func brakeMetrics() []metricDef {
 		}
 		return b2f(*c.Stats.BrakeEngaged)
 	}}}
-	for _, m := range brakes.Metrics() {
-		out = append(out, metricDef{key: m.Key, unit: m.Unit, rep: m.Value})
-	}
-	// Each fault type's metrics (the GPU fault's repair-safety invariants among them).
-	for _, m := range faults.CellMetrics() {
+	// Each brake's, then each fault type's metrics (the GPU fault's repair-safety invariants
+	// among them), from the catalogue they registered in.
+	for _, m := range catalog.Default.Metrics() {
 		out = append(out, metricDef{key: m.Key, unit: m.Unit, rep: m.Value})
 	}
 	return out
 }
 
-func init() {
-	metricDefs = append(metricDefs, writeMetrics()...)
-	metricDefs = append(metricDefs, brakeMetrics()...)
-	metricDefs = append(metricDefs, autoscaleMetrics...)
+// metricDefs are every summary row: the built-in ones, the write accounting, then the brake and
+// fault types' from the catalogue as registered now (read at each call, never at init: a
+// package's init order must not decide which metrics exist).
+func metricDefs() []metricDef {
+	out := append([]metricDef(nil), baseDefs...)
+	out = append(out, writeMetrics()...)
+	out = append(out, brakeMetrics()...)
+	return append(out, autoscaleMetrics...)
 }
 
 // boundOf is the highest spec.replicas the autoscaler may reach for the cell's profile.
@@ -262,8 +263,9 @@ func cpu(c *results.Cell, comp string) float64 {
 
 // MetricUnits maps every summary key to its unit (gates and reports refer to them).
 func MetricUnits() map[string]string {
-	out := make(map[string]string, len(metricDefs))
-	for _, d := range metricDefs {
+	defs := metricDefs()
+	out := make(map[string]string, len(defs))
+	for _, d := range defs {
 		out[d.key] = d.unit
 	}
 	return out
@@ -419,7 +421,7 @@ func SummarizeDesign(cells []results.Cell, names []string, baseline string, seed
 			stop := st.Stopping
 			sum.Stopping, sum.Verdict = &stop, st.Verdict
 		}
-		for _, d := range metricDefs {
+		for _, d := range metricDefs() {
 			s := d.sample(groups[name])
 			if len(s.perRep) == 0 {
 				continue
@@ -486,7 +488,7 @@ func CompareRuns(runs []*results.Results, seed int64) []RunComparison {
 	for _, name := range names {
 		rc := RunComparison{Cell: name}
 		base := group(runs[0], name)
-		for _, d := range metricDefs {
+		for _, d := range metricDefs() {
 			bs := d.sample(base)
 			if len(bs.perRep) == 0 {
 				continue

@@ -6,12 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/config"
-	"github.com/brakebench/brakebench/internal/kube"
 )
 
 // InsulationOverlay is agent-sandbox's opt-in APF overlay, inside its module (v0.5.4 and later).
@@ -41,8 +36,8 @@ func (apfInsulation) NotApplicable(dir, version string) string {
 // Apply installs the overlay. Objects of the same names that brakebench did not create (an
 // operator installed the overlay) are left alone and the cell fails instead.
 func (apfInsulation) Apply(ctx context.Context, cell *Cell, overlay string) error {
-	if cell.Source == nil {
-		return fmt.Errorf("no source for the controller's manifests")
+	if cell.Source == nil || cell.Install == nil {
+		return fmt.Errorf("no source for the controller's manifests, or nothing to install them with")
 	}
 	dir, err := cell.Source(ctx, cell.Version)
 	if err != nil {
@@ -52,36 +47,10 @@ func (apfInsulation) Apply(ctx context.Context, cell *Cell, overlay string) erro
 	if err != nil {
 		return err
 	}
-	objs, err := kube.DecodeYAML(raw)
+	n, err := cell.Install(ctx, "apf insulation", raw)
 	if err != nil {
 		return fmt.Errorf("%s: %w", overlay, err)
 	}
-	c := cell.Clients
-	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return err
-		}
-		existing, err := c.Dynamic.Resource(m.Resource).Get(ctx, o.GetName(), metav1.GetOptions{})
-		if err == nil && existing.GetLabels()[kube.ManagedByKey] != kube.ManagedByValue {
-			return fmt.Errorf("%s %s already exists and is not brakebench's: the overlay is installed; not touching it", gvk.Kind, o.GetName())
-		}
-		if err := cell.Journal.Record(faults.Entry{Op: faults.OpCreated, APIVersion: o.GetAPIVersion(), Kind: gvk.Kind, Resource: m.Resource.Resource, Name: o.GetName()}); err != nil {
-			return err
-		}
-		gvr, name := m.Resource, o.GetName()
-		cell.Reverts.Push("apf insulation "+name, func(ctx context.Context) error {
-			err := c.Dynamic.Resource(gvr).Delete(ctx, name, metav1.DeleteOptions{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return err
-		})
-	}
-	if err := c.Apply(ctx, objs, cell.Labels); err != nil {
-		return err
-	}
-	cell.Log("apf-insulation", "armed", fmt.Sprintf("%d objects from agent-sandbox %s %s", len(objs), cell.Version, overlay))
+	cell.Log("apf-insulation", "armed", fmt.Sprintf("%d objects from agent-sandbox %s %s", n, cell.Version, overlay))
 	return nil
 }

@@ -17,9 +17,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/brakebench/brakebench/faults"
+	"github.com/brakebench/brakebench/internal/catalog"
 	"github.com/brakebench/brakebench/internal/config"
-	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/results"
 )
 
@@ -76,26 +75,24 @@ type Operand interface {
 	OperandValue(value string) float64
 }
 
-// Metricer is a brake with gate metrics of its own (summary rows, per repetition).
+// Metricer is a brake with gate metrics of its own (summary rows, per repetition), registered
+// in the metric catalogue.
 type Metricer interface {
-	Metrics() []Metric
+	Metrics() []catalog.Metric
 }
 
-// Metric is a per-repetition summary row a gate can name.
-type Metric struct {
-	Key, Unit string
-	Value     func(c *results.Cell) float64 // NaN: not measured in this cell
-}
-
-// Cell is what an Applier gets from the cell runner.
+// Cell is what an Applier gets from the cell runner. It holds no cluster client: a brake says
+// what to install and the cell runner installs it (this package stays free of client-go, so the
+// pure layers that read brakes' evidence and metrics do too).
 type Cell struct {
-	Clients *kube.Clients
 	// Version is the controller version of the cell (resolved: never "") and Source its module.
 	Version string
 	Source  func(ctx context.Context, version string) (string, error)
-	Labels  map[string]string
-	Journal *faults.Journal
-	Reverts *faults.Stack
+	// Install creates a manifest's objects (YAML, one or more documents) for the cell, labelled
+	// as brakebench's: each is journaled and its deletion registered on the cell's reverts before
+	// it is created, and an object of the same name that brakebench did not create fails the
+	// cell untouched. It returns how many objects it installed; what names them in the journal.
+	Install func(ctx context.Context, what string, manifest []byte) (int, error)
 	// Log adds to the cell's timeline (what, event, detail).
 	Log func(what, event, detail string)
 }
@@ -111,6 +108,9 @@ func register(b Brake) {
 		panic("brakes: " + b.Name() + " registered twice")
 	}
 	registry[b.Name()] = b
+	if m, ok := b.(Metricer); ok {
+		catalog.Default.AddBrakeMetrics(b.Name(), m.Metrics())
+	}
 }
 
 // Get is the brake type called name.
@@ -316,18 +316,6 @@ func Marks(b results.Brake) []Mark {
 			out = append(out, m.Marks(v)...)
 		}
 	})
-	return out
-}
-
-// Metrics are the gate metrics every registered brake adds, sorted by key.
-func Metrics() []Metric {
-	var out []Metric
-	for _, n := range Names() {
-		if m, ok := registry[n].(Metricer); ok {
-			out = append(out, m.Metrics()...)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }
 

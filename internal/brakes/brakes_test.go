@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/brakebench/brakebench/internal/catalog"
 	"github.com/brakebench/brakebench/internal/results"
 )
 
@@ -49,8 +50,8 @@ func TestCombinationEvidence(t *testing.T) {
 }
 
 func TestMetricsAndMarks(t *testing.T) {
-	keys := map[string]Metric{}
-	for _, m := range Metrics() {
+	keys := map[string]catalog.Metric{}
+	for _, m := range catalog.Default.Metrics() {
 		keys[m.Key] = m
 	}
 	c := &results.Cell{}

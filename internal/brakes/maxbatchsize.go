@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/brakebench/brakebench/internal/catalog"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/results"
 )
@@ -55,8 +56,8 @@ func (maxBatchSize) Evidence(c *results.Cell, v string) (bool, string, bool) {
 }
 
 // Metrics: the largest create pass and the number of passes after T0 (from the controller's log).
-func (maxBatchSize) Metrics() []Metric {
-	return []Metric{
+func (maxBatchSize) Metrics() []catalog.Metric {
+	return []catalog.Metric{
 		{Key: "controller.create_pass_max", Unit: "sandboxes", Value: func(c *results.Cell) float64 {
 			if c.Stats.CreatePasses == nil {
 				return math.NaN()

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/images"
 )
 
 // Config is the whole resolved configuration of one command.
@@ -223,7 +223,7 @@ type Workload struct {
 // its containerd holds.
 func (w Workload) PodImage() string {
 	if w.Placement == "real-node" {
-		return kube.RealNodeWorkloadImage
+		return images.RealNodeWorkload
 	}
 	return w.Image
 }

@@ -22,6 +22,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
+// RealNodeWorkload is the sandbox workload image the lab's real node's containerd holds (there is
+// no registry): the default workload.image for real-node placement.
+const RealNodeWorkload = "brakebench.local/sandbox-workload:v1"
+
 // Spec is one image: its reference, the files it holds and how it starts.
 type Spec struct {
 	// Ref names the image as pods will ("brakebench.local/agent-sandbox-controller:v0.5.5").

@@ -1,11 +1,8 @@
 package kube
 
-// The lab's real node (lab.realNode): the label and NoSchedule taint that keep every pod off it
-// but those meant for it, and the sandbox workload image its containerd holds (no registry).
-const (
-	RealNodeKey           = "brakebench.dev/real-node"
-	RealNodeWorkloadImage = "brakebench.local/sandbox-workload:v1"
-)
+// RealNodeKey is the lab's real node's (lab.realNode) label and NoSchedule taint key, which keep
+// every pod off it but those meant for it (the workload image it holds is images.RealNodeWorkload).
+const RealNodeKey = "brakebench.dev/real-node"
 
 // RealNodePodSpec adds to a pod spec (unstructured) what places it on the real node and runs the
 // image it already holds: the node selector, the toleration, imagePullPolicy Never.

@@ -39,7 +39,7 @@ const (
 	// PauseImage is the pod sandbox image; WorkloadImage is the tiny sandbox workload (the same
 	// static program, see labbuild.PauseComponent).
 	PauseImage    = "brakebench.local/pause:" + labbuild.PauseVersion
-	WorkloadImage = kube.RealNodeWorkloadImage
+	WorkloadImage = images.RealNodeWorkload
 
 	realNodeBridge = "bbr0"
 	realNodeSubnet = "10.250.0.0/24"

@@ -3,21 +3,16 @@
 package scrape
 
 import (
-	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"sort"
 	"strings"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"k8s.io/client-go/rest"
 
 	"github.com/brakebench/brakebench/internal/stats"
 )
@@ -82,9 +77,12 @@ func Parse(r io.Reader) ([]Series, error) { return parse(r, kept) }
 
 // ParseAll reads every family (tests and tools that inspect foreign exporters); errors give nil.
 func ParseAll(r io.Reader) []Series {
-	s, _ := parse(r, func(string) bool { return true })
+	s, _ := ParseEvery(r)
 	return s
 }
+
+// ParseEvery reads every family, not only those in Kept.
+func ParseEvery(r io.Reader) ([]Series, error) { return parse(r, func(string) bool { return true }) }
 
 func parse(r io.Reader, keep func(string) bool) ([]Series, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
@@ -243,66 +241,4 @@ func matches(l, m map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// FetchAll reads every family of a plain-HTTP endpoint (a foreign exporter).
-func FetchAll(ctx context.Context, url string) ([]Series, error) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return parse(resp.Body, func(string) bool { return true })
-}
-
-// Target is an endpoint to scrape.
-type Target struct {
-	Component    string
-	URL          string
-	ViaAPIServer bool
-	Insecure     bool
-	BearerToken  string
-}
-
-// Fetch scrapes one target. Apiserver targets go through rc's credentials.
-func Fetch(ctx context.Context, rc *rest.Config, t Target) ([]Series, error) {
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	var body io.ReadCloser
-	if t.ViaAPIServer {
-		hc, err := rest.HTTPClientFor(rc)
-		if err != nil {
-			return nil, err
-		}
-		req, _ := http.NewRequestWithContext(cctx, http.MethodGet, strings.TrimSuffix(rc.Host, "/")+t.URL, nil)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("scrape %s: %w", t.Component, err)
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			return nil, fmt.Errorf("scrape %s: HTTP %d", t.Component, resp.StatusCode)
-		}
-		body = resp.Body
-	} else {
-		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: t.Insecure}}} //nolint:gosec // loopback lab components with self-signed certs
-		req, _ := http.NewRequestWithContext(cctx, http.MethodGet, t.URL, nil)
-		if t.BearerToken != "" {
-			req.Header.Set("Authorization", "Bearer "+t.BearerToken)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("scrape %s: %w", t.Component, err)
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			return nil, fmt.Errorf("scrape %s (%s): HTTP %d", t.Component, t.URL, resp.StatusCode)
-		}
-		body = resp.Body
-	}
-	defer body.Close()
-	return Parse(body)
 }
