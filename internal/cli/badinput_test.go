@@ -27,6 +27,8 @@ func TestBadInputs(t *testing.T) {
 	deepGates := write("deep.yaml", "gates:\n- name: deep\n  expr: 1 <= "+strings.Repeat("(", 100000)+"1"+strings.Repeat(")", 100000)+"\n")
 	nestedGates := write("nested.yaml", "gates:\n- name: nested\n  expr: 1 <= "+strings.Repeat("(", 200)+"1"+strings.Repeat(")", 200)+"\n")
 	regular := write("a-file", "x")
+	empty := write("empty.json", `{"schema":"brakebench.results/v1","suite":"warmpool-burst","runID":"e"}`)
+	stopped := write("stopped.json", `{"schema":"brakebench.results/v1","suite":"warmpool-burst","runID":"s","cells":[],"incomplete":"interrupted after 0 of 12 cells"}`)
 	imageFile := write("image.yaml", "workload:\n  image: \"registry.k8s.io/pause:3.10\\n\"\n")
 	second := synthetic(t, dir, 1.0001)
 	// A cluster that refuses connections: the exporter gives up on it after --timeout.
@@ -120,6 +122,15 @@ func TestBadInputs(t *testing.T) {
 			`--run "3f9a 1c2e": expected a run id like 3f9a1c2e (a label value): a valid label must be`},
 		{"cleanup, a run id of 100000 characters", []string{"cleanup", "--run", strings.Repeat("f", 100000), "--cluster", "kubeconfig", "--kubeconfig", unreachable, "--context", "x"}, ExitBadInput,
 			`... (100000 bytes): expected a run id like 3f9a1c2e (a label value): must be no more than 63 bytes`},
+		// A results file without cells renders an empty report (and, as a baseline, fails every
+		// comparison; in a trend it was a run without values).
+		{"report, results of only a schema", []string{"report", empty, "--out", out}, ExitBadInput, empty + ": holds no cells, so no results"},
+		{"report, a run stopped before its first cell", []string{"report", stopped, "--out", out}, ExitBadInput,
+			stopped + ": holds no cells, so no results (the run stopped first: interrupted after 0 of 12 cells)"},
+		{"report --baseline, results of only a schema", []string{"report", res, "--out", out, "--no-gates", "--baseline", empty}, ExitBadInput, "--baseline: " + empty + ": holds no cells"},
+		{"compare, results of only a schema", []string{"compare", res, empty, "--out", out}, ExitBadInput, empty + ": holds no cells"},
+		{"trend, results of only a schema", []string{"trend", res, empty, "--out", out}, ExitBadInput, empty + ": holds no cells"},
+		{"plan --from, results of only a schema", []string{"plan", "gang-quota", "--from", empty}, ExitBadInput, "--from: " + empty + ": holds no cells"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -698,10 +698,23 @@ func Read(path string) (*Results, error) {
 	if r.Schema != SchemaVersion {
 		return nil, fmt.Errorf("%s: schema %q, this brakebench reads %q", path, r.Schema, SchemaVersion)
 	}
+	if len(r.Cells) == 0 {
+		return nil, NoCellsError(path, r.Incomplete)
+	}
 	for i := range r.Cells {
 		r.Cells[i].Brake = r.Cells[i].Brake.Normalized()
 	}
 	return &r, nil
+}
+
+// NoCellsError is the error of a results file that holds no cells (only its schema, or a run
+// stopped before its first cell, incomplete saying why): there is nothing to report, compare or
+// follow, and an empty report would look like a run that measured nothing wrong.
+func NoCellsError(path, incomplete string) error {
+	if incomplete != "" {
+		return fmt.Errorf("%s: holds no cells, so no results (the run stopped first: %s)", path, incomplete)
+	}
+	return fmt.Errorf("%s: holds no cells, so no results (a results.json of a run has at least one)", path)
 }
 
 // Find returns the metric key of summary name.

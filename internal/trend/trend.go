@@ -42,6 +42,8 @@ type summaryOnly struct {
 	Versions  map[string]string `json:"versions"`
 	Cluster   json.RawMessage   `json:"cluster"`
 	Summary   []results.Summary `json:"summary"`
+	// Incomplete says why a run stopped early (a run with no cells is refused with it).
+	Incomplete string `json:"incomplete"`
 }
 
 // Expand turns the arguments of `brakebench trend` into results files: a directory stands for
@@ -76,8 +78,8 @@ func Expand(args []string) ([]string, error) {
 	return out, nil
 }
 
-// Load reads the runs, refuses runs of another schema or of mixed suites (naming the files), and
-// orders them by start time.
+// Load reads the runs, refuses runs of another schema, of mixed suites or without cells (naming
+// the files), and orders them by start time.
 func Load(paths []string) ([]Run, error) {
 	var runs []Run
 	for _, p := range paths {
@@ -91,6 +93,10 @@ func Load(paths []string) ([]Run, error) {
 		}
 		if s.Schema != results.SchemaVersion {
 			return nil, fmt.Errorf("%s: schema %q, this brakebench reads %q", p, s.Schema, results.SchemaVersion)
+		}
+		// Cells are not decoded (a year of them is too much); every cell has a summary.
+		if len(s.Summary) == 0 {
+			return nil, results.NoCellsError(p, s.Incomplete)
 		}
 		r := Run{Path: p, Schema: s.Schema, Suite: s.Suite, RunID: s.RunID, StartedAt: s.StartedAt, Versions: s.Versions, Summary: s.Summary}
 		if len(s.Cluster) > 0 {

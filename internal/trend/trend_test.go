@@ -187,3 +187,34 @@ func TestTrendRefusesAndWarns(t *testing.T) {
 		}
 	}
 }
+
+// A trend refuses a results file without cells: it added a run with no values.
+func TestTrendRefusesEmptyRuns(t *testing.T) {
+	cells := cellsJSON(t, 1, 5)
+	dir := t.TempDir()
+	a := writeRuns(t, filepath.Join(dir, "runs"), "warmpool-burst", 3, cells, stepAt(99, 1, 2), 0)
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty := write("empty.json", `{"schema":"brakebench.results/v1","suite":"warmpool-burst"}`)
+	stopped := write("stopped.json", `{"schema":"brakebench.results/v1","suite":"warmpool-burst","runID":"x","cells":[],"incomplete":"interrupted after 0 of 12 cells"}`)
+	cases := []struct {
+		name  string
+		paths []string
+		want  string
+	}{
+		{"a results file of only its schema", []string{a[0], empty}, empty + ": holds no cells, so no results"},
+		{"a run stopped before its first cell", []string{stopped, a[1]}, stopped + ": holds no cells, so no results (the run stopped first: interrupted after 0 of 12 cells)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := trend.Load(c.paths); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v\nwant %q", err, c.want)
+			}
+		})
+	}
+}
