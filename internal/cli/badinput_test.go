@@ -29,6 +29,11 @@ func TestBadInputs(t *testing.T) {
 	regular := write("a-file", "x")
 	empty := write("empty.json", `{"schema":"brakebench.results/v1","suite":"warmpool-burst","runID":"e"}`)
 	stopped := write("stopped.json", `{"schema":"brakebench.results/v1","suite":"warmpool-burst","runID":"s","cells":[],"incomplete":"interrupted after 0 of 12 cells"}`)
+	raw, err := os.ReadFile(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := write("copy.json", string(raw))
 	imageFile := write("image.yaml", "workload:\n  image: \"registry.k8s.io/pause:3.10\\n\"\n")
 	second := synthetic(t, dir, 1.0001)
 	// A cluster that refuses connections: the exporter gives up on it after --timeout.
@@ -131,6 +136,14 @@ func TestBadInputs(t *testing.T) {
 		{"compare, results of only a schema", []string{"compare", res, empty, "--out", out}, ExitBadInput, empty + ": holds no cells"},
 		{"trend, results of only a schema", []string{"trend", res, empty, "--out", out}, ExitBadInput, empty + ": holds no cells"},
 		{"plan --from, results of only a schema", []string{"plan", "gang-quota", "--from", empty}, ExitBadInput, "--from: " + empty + ": holds no cells"},
+		// One run given twice counted as two runs in a trend, and compared with itself.
+		{"trend, one file twice", []string{"trend", res, second, res, "--out", out}, ExitBadInput,
+			res + " is given twice, by argument 1 (" + res + ") and argument 3 (" + res + "): a run counts once in a trend"},
+		{"trend, a directory and a file in it", []string{"trend", dir, res, "--out", out}, ExitBadInput,
+			res + " is given twice, by argument 1 (" + dir + ") and argument 2 (" + res + ")"},
+		{"trend, a file and its copy", []string{"trend", res, copied, "--out", out}, ExitBadInput, res + " and " + copied + " hold the same run (id r1, started "},
+		{"compare, one file twice", []string{"compare", res, res, "--out", out}, ExitBadInput, res + " is given twice, as argument 1 and argument 2: compare needs different runs"},
+		{"compare, a file and its copy", []string{"compare", res, second, copied, "--out", out}, ExitBadInput, res + " and " + copied + " hold the same run (id r1): compare needs different runs"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

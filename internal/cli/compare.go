@@ -28,6 +28,9 @@ func (a *app) compareCmd() *cobra.Command {
 				}
 				runs = append(runs, r)
 			}
+			if err := sameRunTwice(args, runs); err != nil {
+				return badInput(err)
+			}
 			c, err := reports.NewComparison(args, runs)
 			if err != nil {
 				return badInput(err)
@@ -63,4 +66,21 @@ func (a *app) compareCmd() *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "directory for compare.html (default: next to the last results file)")
 	cmd.Flags().BoolVar(&gate, "gate", false, "exit 3 when an invariant held in the first run is violated in a later one, or a latency, failure or correctness metric of a later run is significantly worse than in the first")
 	return cmd
+}
+
+// sameRunTwice reports a run given twice to compare, as one file (symbolic links resolved) or as
+// a copy (the same run id and start time): it compared a run with itself, "no change" by
+// construction.
+func sameRunTwice(args []string, runs []*results.Results) error {
+	for j := range args {
+		for i := 0; i < j; i++ {
+			switch {
+			case sameFile(args[i], args[j]):
+				return fmt.Errorf("%s is given twice, as argument %d and argument %d: compare needs different runs", args[j], i+1, j+1)
+			case runs[i].RunID != "" && runs[i].RunID == runs[j].RunID && runs[i].StartedAt.Equal(runs[j].StartedAt):
+				return fmt.Errorf("%s and %s hold the same run (id %s): compare needs different runs", args[i], args[j], runs[i].RunID)
+			}
+		}
+	}
+	return nil
 }

@@ -21,7 +21,7 @@ import (
 // claim latencies are scaled by f (and a little by repetition), and returns its path.
 func synthetic(t *testing.T, dir string, f float64) string {
 	t.Helper()
-	r := &results.Results{Schema: results.SchemaVersion, Suite: "warmpool-burst", RunID: fmt.Sprintf("r%.1f", f), Seed: 1,
+	r := &results.Results{Schema: results.SchemaVersion, Suite: "warmpool-burst", RunID: fmt.Sprintf("r%g", f), Seed: 1,
 		StartedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Versions: map[string]string{"agent-sandbox": "v0.5.5"},
 		Cluster: results.Cluster{Provider: "lab"}, Baseline: "none"}
 	for rep, k := range []float64{0.98, 1.0, 1.01, 1.03} {

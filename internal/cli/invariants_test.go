@@ -64,6 +64,7 @@ func TestInvariantExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	one, overfill := 1.0, 1.15
 	held := writeResults(t, dir, invariantResults("held", invariantCells("none", &one, 0, 0, 0)))
+	heldAgain := writeResults(t, dir, invariantResults("held-again", invariantCells("none", &one, 0, 0, 0)))
 	broken := writeResults(t, dir, invariantResults("broken", invariantCells("none", &overfill, 45, 27, 4)))
 	unmeasured := writeResults(t, dir, invariantResults("unmeasured", invariantCells("none", nil, 0, 0, 0)))
 	out := t.TempDir()
@@ -85,7 +86,7 @@ func TestInvariantExitCodes(t *testing.T) {
 			"fixed: cell none: correctness.pool_excess_max held in 3 of 3 repetitions in B, violated in 3 of 3 repetitions (45, 27, 4) in A",
 			[]string{"fixed: cell none: correctness.fill_creates_per_slot held in 3 of 3 repetitions in B, violated in 3 of 3 repetitions (1.15, 1.15, 1.15) in A"},
 			[]string{"regression:", "REGRESSION"}},
-		{"compare --gate: held in both", []string{"compare", held, held, "--out", out, "--gate"}, ExitOK,
+		{"compare --gate: held in both", []string{"compare", held, heldAgain, "--out", out, "--gate"}, ExitOK,
 			"invariants: held in every repetition of every shared cell in every run", nil, []string{"REGRESSION"}},
 		{"compare --gate: NaN ratios are not judged", []string{"compare", held, unmeasured, "--out", out, "--gate"}, ExitOK, "",
 			[]string{"A held in 3 of 3 repetitions, B not judged"}, []string{"REGRESSION"}},

@@ -47,16 +47,36 @@ type summaryOnly struct {
 }
 
 // Expand turns the arguments of `brakebench trend` into results files: a directory stands for
-// every results.json below it.
+// every results.json below it. A file named twice (the same file twice, or a file and a directory
+// holding it; symbolic links resolved) is an error naming both arguments: it would count as two
+// runs.
 func Expand(args []string) ([]string, error) {
 	var out []string
-	for _, a := range args {
+	by := map[string]int{} // resolved path -> index of the argument that named it
+	add := func(p string, arg int) error {
+		key := p
+		if abs, err := filepath.Abs(p); err == nil {
+			key = abs
+		}
+		if real, err := filepath.EvalSymlinks(key); err == nil {
+			key = real
+		}
+		if first, dup := by[key]; dup {
+			return fmt.Errorf("%s is given twice, by argument %d (%s) and argument %d (%s): a run counts once in a trend", p, first+1, args[first], arg+1, args[arg])
+		}
+		by[key] = arg
+		out = append(out, p)
+		return nil
+	}
+	for i, a := range args {
 		fi, err := os.Stat(a)
 		if err != nil {
 			return nil, err
 		}
 		if !fi.IsDir() {
-			out = append(out, a)
+			if err := add(a, i); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		err = filepath.WalkDir(a, func(p string, d os.DirEntry, err error) error {
@@ -64,7 +84,7 @@ func Expand(args []string) ([]string, error) {
 				return err
 			}
 			if !d.IsDir() && d.Name() == "results.json" {
-				out = append(out, p)
+				return add(p, i)
 			}
 			return nil
 		})
@@ -78,10 +98,16 @@ func Expand(args []string) ([]string, error) {
 	return out, nil
 }
 
-// Load reads the runs, refuses runs of another schema, of mixed suites or without cells (naming
-// the files), and orders them by start time.
+// Load reads the runs, refuses runs of another schema, of mixed suites, without cells, and two
+// files holding one run (a copy: the same run id and start time), naming the files, and orders
+// them by start time.
 func Load(paths []string) ([]Run, error) {
 	var runs []Run
+	type runKey struct {
+		id    string
+		start time.Time
+	}
+	seen := map[runKey]string{}
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
 		if err != nil {
@@ -107,6 +133,14 @@ func Load(paths []string) ([]Run, error) {
 	for _, r := range runs[1:] {
 		if r.Suite != runs[0].Suite {
 			return nil, fmt.Errorf("%s is a %s run and %s a %s run: a trend follows one suite (pass the runs of one suite)", runs[0].Path, runs[0].Suite, r.Path, r.Suite)
+		}
+	}
+	for _, r := range runs {
+		if k := (runKey{r.RunID, r.StartedAt.UTC()}); r.RunID != "" {
+			if first, dup := seen[k]; dup {
+				return nil, fmt.Errorf("%s and %s hold the same run (id %s, started %s): a run counts once in a trend; leave the copy out", first, r.Path, r.RunID, r.StartedAt.Format(time.RFC3339))
+			}
+			seen[k] = r.Path
 		}
 	}
 	sort.SliceStable(runs, func(i, j int) bool { return runs[i].StartedAt.Before(runs[j].StartedAt) })

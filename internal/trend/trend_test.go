@@ -218,3 +218,52 @@ func TestTrendRefusesEmptyRuns(t *testing.T) {
 		})
 	}
 }
+
+// One run given twice counted as two runs: as the same file (twice, through its directory or a
+// link) or as a copy (the same run id and start time).
+func TestTrendRefusesDuplicateRuns(t *testing.T) {
+	cells := cellsJSON(t, 1, 5)
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	a := writeRuns(t, runs, "warmpool-burst", 3, cells, stepAt(99, 1, 2), 0)
+	raw, err := os.ReadFile(a[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(dir, "copy.json")
+	if err := os.WriteFile(cp, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(a[0], link); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"the same file twice", []string{a[0], a[1], a[0]}, a[0] + " is given twice, by argument 1 (" + a[0] + ") and argument 3 (" + a[0] + "): a run counts once in a trend"},
+		{"a directory and a file in it", []string{runs, a[2]}, a[2] + " is given twice, by argument 1 (" + runs + ") and argument 2 (" + a[2] + ")"},
+		{"the same directory twice", []string{runs, runs + "/"}, "is given twice, by argument 1 (" + runs + ") and argument 2 (" + runs + "/)"},
+		{"a file and a link to it", []string{a[0], link}, link + " is given twice, by argument 1 (" + a[0] + ") and argument 2 (" + link + ")"},
+		{"a file and its copy", []string{a[0], cp}, a[0] + " and " + cp + " hold the same run (id "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			paths, err := trend.Expand(c.args)
+			if err == nil {
+				_, err = trend.Load(paths)
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v\nwant %q", err, c.want)
+			}
+		})
+	}
+	// Each run once, through its directory: fine.
+	if paths, err := trend.Expand([]string{runs}); err != nil || len(paths) != 3 {
+		t.Errorf("expand: %d paths, %v", len(paths), err)
+	} else if _, err := trend.Load(paths); err != nil {
+		t.Error(err)
+	}
+}
