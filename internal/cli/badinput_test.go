@@ -2,10 +2,15 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/stats"
 )
 
 // Bad input is exit 2 with a message naming the input (file, key or flag) and what was expected,
@@ -41,6 +46,11 @@ func TestBadInputs(t *testing.T) {
 	exporter := func(flags ...string) []string {
 		return append([]string{"exporter", "--kubeconfig", unreachable, "--context", "x", "--listen", "127.0.0.1:0", "--timeout", "1s"}, flags...)
 	}
+	seriesDir := t.TempDir()
+	flat := series(t, filepath.Join(seriesDir, "flat"), func(int) float64 { return 1000 })
+	rounding := series(t, filepath.Join(seriesDir, "rounding"), func(i int) float64 { return 1000 * (1 + 1e-12*float64(i/10)) })
+	stepped := series(t, filepath.Join(seriesDir, "stepped"), func(i int) float64 { return 1000 * (1 + 0.2*float64(i/10)) })
+	small := series(t, filepath.Join(seriesDir, "small"), func(i int) float64 { return 1000 * (1 + 0.01*float64(i/10)) })
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("TMPDIR", t.TempDir())
 	cases := []struct {
@@ -144,6 +154,14 @@ func TestBadInputs(t *testing.T) {
 		{"trend, a file and its copy", []string{"trend", res, copied, "--out", out}, ExitBadInput, res + " and " + copied + " hold the same run (id r1, started "},
 		{"compare, one file twice", []string{"compare", res, res, "--out", out}, ExitBadInput, res + " is given twice, as argument 1 and argument 2: compare needs different runs"},
 		{"compare, a file and its copy", []string{"compare", res, second, copied, "--out", out}, ExitBadInput, res + " and " + copied + " hold the same run (id r1): compare needs different runs"},
+		// trend --gate flagged a +0.0% step of a series that does not vary (a rounding error makes
+		// Student's t infinite); a change below --min-effect (5%) is no change point.
+		{"trend --gate, a series that does not vary", []string{"trend", flat, "--out", out, "--gate"}, ExitOK, ""},
+		{"trend --gate, a rounding error in a series that does not vary", []string{"trend", rounding, "--out", out, "--gate"}, ExitOK, ""},
+		{"trend --gate, a 20% step in a series that does not vary", []string{"trend", stepped, "--out", out, "--gate"}, ExitGateFailed, "none claim.p99_ms: +20.0% since run run10"},
+		{"trend --gate, a 1% step with --min-effect 0", []string{"trend", small, "--out", out, "--gate", "--min-effect", "0"}, ExitGateFailed, "none claim.p99_ms: +1.0% since run run10"},
+		{"trend, a negative --min-effect", []string{"trend", flat, "--out", out, "--min-effect", "-1"}, ExitBadInput, "--min-effect: expected a change in percent from 0 to under 1000, got -1"},
+		{"trend, --min-effect NaN", []string{"trend", flat, "--out", out, "--min-effect", "NaN"}, ExitBadInput, "--min-effect: expected a change in percent from 0 to under 1000, got NaN"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -153,4 +171,21 @@ func TestBadInputs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// series writes 20 warmpool-burst runs, a day apart, under dir whose cell none has claim.p99_ms
+// p99(i) in run i (without spread), and returns dir.
+func series(t *testing.T, dir string, p99 func(i int) float64) string {
+	t.Helper()
+	for i := 0; i < 20; i++ {
+		v := stats.Num(p99(i))
+		r := &results.Results{Schema: results.SchemaVersion, Suite: "warmpool-burst", RunID: fmt.Sprintf("run%02d", i),
+			StartedAt: time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC).AddDate(0, 0, i),
+			Cells:     []results.Cell{{ID: "none#1", Name: "none", Rep: 1}},
+			Summary:   []results.Summary{{Name: "none", Reps: 3, Metrics: []results.Metric{{Key: "claim.p99_ms", Unit: "ms", Value: v, CI: stats.CI{Lo: v, Hi: v}}}}}}
+		if _, err := results.Write(filepath.Join(dir, r.RunID), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

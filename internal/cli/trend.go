@@ -32,6 +32,9 @@ func (a *app) trendCmd() *cobra.Command {
 			if opt.MinWindow < 1 || opt.MinWindow > 1000 {
 				return badInput(fmt.Errorf("--min-window: expected 1 to 1000 runs, got %d", opt.MinWindow))
 			}
+			if !(opt.MinEffect >= 0 && opt.MinEffect < 1000) {
+				return badInput(fmt.Errorf("--min-effect: expected a change in percent from 0 to under 1000, got %v", opt.MinEffect))
+			}
 			if opt.MinRuns < 2*opt.MinWindow {
 				return badInput(fmt.Errorf("--min-runs: expected at least twice --min-window (%d), got %d", 2*opt.MinWindow, opt.MinRuns))
 			}
@@ -82,5 +85,6 @@ func (a *app) trendCmd() *cobra.Command {
 	cmd.Flags().Float64Var(&opt.PValue, "p-value", opt.PValue, "significance a change point must reach (Student's t-test between its sides, corrected for the splits searched)")
 	cmd.Flags().IntVar(&opt.MinWindow, "min-window", opt.MinWindow, "fewest runs on each side of a change point (a single spike is never one)")
 	cmd.Flags().IntVar(&opt.MinRuns, "min-runs", opt.MinRuns, "fewest runs before any change point is claimed")
+	cmd.Flags().Float64Var(&opt.MinEffect, "min-effect", opt.MinEffect, "smallest change of a series' mean, in percent of the mean before it, that is a change point (0: any significant change; a series that does not vary is otherwise flagged for a rounding error)")
 	return cmd
 }

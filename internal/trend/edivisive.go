@@ -21,10 +21,15 @@ type Options struct {
 	MinWindow int
 	// MinRuns is the fewest runs a series needs before anything is detected.
 	MinRuns int
+	// MinEffect is the smallest change of the mean (percent of the mean before) that is a change
+	// point: a series that does not vary is "significantly" different after a step of a rounding
+	// error (t is infinite), and such a step was flagged as a +0.0% regression. A step from a mean
+	// of 0 to any other value is always large enough.
+	MinEffect float64
 }
 
 // DefaultOptions are the defaults of `brakebench trend`.
-var DefaultOptions = Options{PValue: 0.001, MinWindow: 3, MinRuns: 10}
+var DefaultOptions = Options{PValue: 0.001, MinWindow: 3, MinRuns: 10, MinEffect: 5}
 
 // ChangePoint is a detected change: the series' mean moved at Index (the first run after it).
 type ChangePoint struct {
@@ -51,6 +56,10 @@ func ChangePoints(xs []float64, opt Options) []ChangePoint {
 	}
 	if len(vals) < opt.MinRuns || len(vals) < 2*opt.MinWindow {
 		return nil
+	}
+	// large reports whether a step between two means is at least opt.MinEffect percent.
+	large := func(before, after float64) bool {
+		return math.Abs(after-before) >= opt.MinEffect/100*math.Abs(before)
 	}
 	e := newEnergy(vals)
 	var cps []ChangePoint
@@ -83,10 +92,10 @@ func ChangePoints(xs []float64, opt Options) []ChangePoint {
 		// of candidate splits (Bonferroni), which keeps stationary series quiet even a year long.
 		candidates := float64(b - a - 2*opt.MinWindow + 1)
 		p := math.Min(1, studentP(vals[a:best], vals[best:b])*candidates)
-		if !(p < opt.PValue) {
+		before, after := mean(vals[a:best]), mean(vals[best:b])
+		if !(p < opt.PValue) || !large(before, after) {
 			return
 		}
-		before, after := mean(vals[a:best]), mean(vals[best:b])
 		cp := ChangePoint{Index: idx[best], Before: before, After: after, P: p, ChangePct: (after - before) / before * 100}
 		cps = append(cps, cp)
 		split(a, best)
@@ -95,20 +104,30 @@ func ChangePoints(xs []float64, opt Options) []ChangePoint {
 	split(0, len(vals))
 	sort.Slice(cps, func(i, j int) bool { return cps[i].Index < cps[j].Index })
 	// The means either side of each change point, between its neighbours (the recursion's
-	// segments were wider than that).
-	for k := range cps {
-		lo, hi := 0, len(vals)
-		if k > 0 {
-			lo = position(idx, cps[k-1].Index)
+	// segments were wider than that). A change point whose step between its neighbours is below
+	// opt.MinEffect is dropped (the smallest first), and the means of the rest taken again.
+	for {
+		smallest := -1
+		for k := range cps {
+			lo, hi := 0, len(vals)
+			if k > 0 {
+				lo = position(idx, cps[k-1].Index)
+			}
+			if k+1 < len(cps) {
+				hi = position(idx, cps[k+1].Index)
+			}
+			at := position(idx, cps[k].Index)
+			cps[k].Before, cps[k].After = mean(vals[lo:at]), mean(vals[at:hi])
+			cps[k].ChangePct = (cps[k].After - cps[k].Before) / cps[k].Before * 100
+			if !large(cps[k].Before, cps[k].After) && (smallest < 0 || math.Abs(cps[k].ChangePct) < math.Abs(cps[smallest].ChangePct)) {
+				smallest = k
+			}
 		}
-		if k+1 < len(cps) {
-			hi = position(idx, cps[k+1].Index)
+		if smallest < 0 {
+			return cps
 		}
-		at := position(idx, cps[k].Index)
-		cps[k].Before, cps[k].After = mean(vals[lo:at]), mean(vals[at:hi])
-		cps[k].ChangePct = (cps[k].After - cps[k].Before) / cps[k].Before * 100
+		cps = append(cps[:smallest], cps[smallest+1:]...)
 	}
-	return cps
 }
 
 func position(idx []int, i int) int { return sort.SearchInts(idx, i) }

@@ -1,6 +1,7 @@
 package trend
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -81,3 +82,51 @@ func TestChangePoints(t *testing.T) {
 }
 
 func nan() float64 { var z float64; return z / z }
+
+// A change below Options.MinEffect is no change point: a series that does not vary is
+// "significantly" different after a rounding error (Student's t is infinite), and such a step was
+// flagged as a +0.0% regression.
+func TestMinEffect(t *testing.T) {
+	step := func(n, at int, before, after float64) []float64 {
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = before
+			if i >= at {
+				xs[i] = after
+			}
+		}
+		return xs
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	noOff := DefaultOptions
+	noOff.MinEffect = 0
+	cases := []struct {
+		name    string
+		xs      []float64
+		opt     Options
+		atIndex int     // -1: no change point
+		pct     float64 // its ChangePct, within 5 points
+	}{
+		{"no variance, no change", step(20, 0, 1000, 1000), DefaultOptions, -1, 0},
+		{"no variance, a rounding error", step(20, 10, 1000, 1000*(1+1e-12)), DefaultOptions, -1, 0},
+		{"no variance, a 1% step", step(20, 10, 1000, 1010), DefaultOptions, -1, 0},
+		{"no variance, a 1% step with no minimum effect", step(20, 10, 1000, 1010), noOff, 10, 1},
+		{"no variance, a 20% step", step(20, 10, 1000, 1200), DefaultOptions, 10, 20},
+		{"from 0 failures to 1", step(20, 10, 0, 1), DefaultOptions, 10, math.Inf(1)},
+		{"a 2% step in 0.1% noise", noisy(rng, 30, 0.001, func(i int) float64 { return 1000 + 20*float64(i/15) }), DefaultOptions, -1, 0},
+		{"a 20% step in 3% noise", noisy(rng, 30, 0.03, func(i int) float64 { return 1000 + 200*float64(i/15) }), DefaultOptions, 15, 20},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cps := ChangePoints(c.xs, c.opt)
+			switch {
+			case c.atIndex < 0 && len(cps) != 0:
+				t.Errorf("change points %+v, want none", cps)
+			case c.atIndex >= 0 && (len(cps) != 1 || cps[0].Index != c.atIndex):
+				t.Errorf("change points %+v, want one at %d", cps, c.atIndex)
+			case c.atIndex >= 0 && !(math.Abs(cps[0].ChangePct-c.pct) < 5 || (math.IsInf(c.pct, 1) && math.IsInf(cps[0].ChangePct, 1))):
+				t.Errorf("change %+.1f%%, want about %+.1f%%", cps[0].ChangePct, c.pct)
+			}
+		})
+	}
+}
