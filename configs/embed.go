@@ -4,7 +4,8 @@ package configs
 
 import "embed"
 
-// FS holds versions.yaml, published.yaml, suites/*.yaml and gates/*.yaml.
+// FS holds versions.yaml, published.yaml, suites/*.yaml, gates/*.yaml and brakes/*.yaml (each
+// brake type's defaults).
 //
-//go:embed versions.yaml published.yaml suites/*.yaml gates/*.yaml
+//go:embed versions.yaml published.yaml suites/*.yaml gates/*.yaml brakes/*.yaml
 var FS embed.FS

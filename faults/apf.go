@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/brakebench/brakebench/internal/undo"
 )
 
 // APFThrottle squeezes one identity into a tiny API Priority and Fairness priority level: a
@@ -17,7 +19,7 @@ import (
 // It works on any cluster where the identity is not exempt (not system:masters).
 type APFThrottle struct {
 	Client     kubernetes.Interface
-	Journal    *Journal
+	Journal    *undo.Journal
 	Labels     map[string]string
 	ObjectName string // object name of both the level and the schema
 	// Subject: the ServiceAccount whose requests are throttled.
@@ -64,7 +66,7 @@ func (f *APFThrottle) Objects() (*flowcontrolv1.PriorityLevelConfiguration, *flo
 }
 
 // Arm journals and registers the deletion of both objects before creating them.
-func (f *APFThrottle) Arm(ctx context.Context) (Revert, error) {
+func (f *APFThrottle) Arm(ctx context.Context) (undo.Revert, error) {
 	pl, fs := f.Objects()
 	revert := func(ctx context.Context) error {
 		var errs []error
@@ -79,9 +81,9 @@ func (f *APFThrottle) Arm(ctx context.Context) (Revert, error) {
 		}
 		return nil
 	}
-	for _, e := range []Entry{
-		{Op: OpCreated, APIVersion: "flowcontrol.apiserver.k8s.io/v1", Kind: "PriorityLevelConfiguration", Resource: "prioritylevelconfigurations", Name: pl.Name},
-		{Op: OpCreated, APIVersion: "flowcontrol.apiserver.k8s.io/v1", Kind: "FlowSchema", Resource: "flowschemas", Name: fs.Name},
+	for _, e := range []undo.Entry{
+		{Op: undo.OpCreated, APIVersion: "flowcontrol.apiserver.k8s.io/v1", Kind: "PriorityLevelConfiguration", Resource: "prioritylevelconfigurations", Name: pl.Name},
+		{Op: undo.OpCreated, APIVersion: "flowcontrol.apiserver.k8s.io/v1", Kind: "FlowSchema", Resource: "flowschemas", Name: fs.Name},
 	} {
 		if err := f.Journal.Record(e); err != nil {
 			return nil, err

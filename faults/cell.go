@@ -13,6 +13,7 @@ import (
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/undo"
 )
 
 // CellFault is one fault type a warm-pool cell can inject (a matrix.faults item). A fault type is
@@ -67,7 +68,7 @@ type Metricer interface {
 type Run struct {
 	Config  *config.Resolved
 	Clients *kube.Clients
-	Reverts *Stack
+	Reverts *undo.Stack
 	Printf  func(format string, args ...any)
 	// DCGM is set by the GPU fault's Prepare.
 	DCGM *DCGMExporter
@@ -78,8 +79,8 @@ type Cell struct {
 	Config    *config.Resolved
 	Clients   *kube.Clients
 	Cluster   any // the provider's cluster (faults that restart control-plane components need a Restarter)
-	Journal   *Journal
-	Reverts   *Stack // the cell's: runs at the end of the cell, or on interrupt
+	Journal   *undo.Journal
+	Reverts   *undo.Stack // the cell's: runs at the end of the cell, or on interrupt
 	Labels    map[string]string
 	Namespace string
 	RunID     string

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/brakebench/brakebench/internal/flagset"
+	"github.com/brakebench/brakebench/internal/undo"
 )
 
 // Restarter restarts a control-plane component with other flags (the lab can; a managed control
@@ -20,7 +21,7 @@ type Restarter interface {
 // revert.
 type ControlPlaneFlags struct {
 	Restarter Restarter
-	Journal   *Journal
+	Journal   *undo.Journal
 	Component string
 	Flags     []string
 }
@@ -29,26 +30,26 @@ type ControlPlaneFlags struct {
 func (f *ControlPlaneFlags) Name() string { return f.Component + "-flags" }
 
 // Arm journals the component's original arguments and registers their restoration first.
-func (f *ControlPlaneFlags) Arm(ctx context.Context) (Revert, error) {
+func (f *ControlPlaneFlags) Arm(ctx context.Context) (undo.Revert, error) {
 	orig, err := f.Restarter.ComponentArgs(f.Component)
 	if err != nil {
 		return nil, err
 	}
 	ref := "component/" + f.Component
-	if err := f.Journal.Record(Entry{Op: OpChanged, Ref: ref, Kind: "LabComponent", Name: f.Component, Original: marshal(orig)}); err != nil {
+	if err := f.Journal.Record(undo.Entry{Op: undo.OpChanged, Ref: ref, Kind: "LabComponent", Name: f.Component, Original: marshal(orig)}); err != nil {
 		return nil, err
 	}
 	revert := func(ctx context.Context) error {
 		if err := f.Restarter.RestartComponent(ctx, f.Component, orig); err != nil {
 			return fmt.Errorf("restore %s flags: %w", f.Component, err)
 		}
-		return f.Journal.Record(Entry{Op: OpReverted, Ref: ref})
+		return f.Journal.Record(undo.Entry{Op: undo.OpReverted, Ref: ref})
 	}
 	return revert, f.Restarter.RestartComponent(ctx, f.Component, flagset.Merge(orig, f.Flags))
 }
 
 // RestoreComponentFromJournal restarts a component with the arguments a journal entry recorded.
-func RestoreComponentFromJournal(ctx context.Context, cluster any, e Entry) error {
+func RestoreComponentFromJournal(ctx context.Context, cluster any, e undo.Entry) error {
 	r, ok := cluster.(Restarter)
 	if !ok {
 		return fmt.Errorf("restore %s: this cluster's control plane is not brakebench's to restart", e.Name)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/brakebench/brakebench/internal/scrape"
+	"github.com/brakebench/brakebench/internal/undo"
 )
 
 func gpuNode(name string) *corev1.Node {
@@ -26,8 +27,8 @@ func gpuNode(name string) *corev1.Node {
 	}
 }
 
-func journal(t *testing.T) *Journal {
-	j, err := OpenJournal(t.TempDir(), "run1", "https://127.0.0.1:1")
+func journal(t *testing.T) *undo.Journal {
+	j, err := undo.OpenJournal(t.TempDir(), "run1", "https://127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestAPFThrottleArmAndRevert(t *testing.T) {
 	if pl, err := c.FlowcontrolV1().PriorityLevelConfigurations().Get(ctx, "bb-throttle", metav1.GetOptions{}); err != nil || *pl.Spec.Limited.NominalConcurrencyShares != 1 {
 		t.Fatalf("priority level %v", err)
 	}
-	js, _ := ReadJournals(strings.TrimSuffix(j.Path, "/run1.jsonl"), "run1")
+	js, _ := undo.ReadJournals(strings.TrimSuffix(j.Path, "/run1.jsonl"), "run1")
 	if n := len(js[0].Entries); n != 3 {
 		t.Errorf("journal has %d entries, want cluster + 2 created", n)
 	}
@@ -215,7 +216,7 @@ func TestControlPlaneFlagsArmAndRevert(t *testing.T) {
 	if got := strings.Join(r.args["kube-scheduler"], " "); got != "--kubeconfig=k --kube-api-qps=50" {
 		t.Errorf("reverted args %q", got)
 	}
-	js, _ := ReadJournals(strings.TrimSuffix(f.Journal.Path, "/run1.jsonl"), "run1")
+	js, _ := undo.ReadJournals(strings.TrimSuffix(f.Journal.Path, "/run1.jsonl"), "run1")
 	if p := js[0].Pending(); len(p) != 0 {
 		t.Errorf("a reverted change is still pending: %+v", p)
 	}

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/brakebench/brakebench/internal/undo"
 )
 
 // Names used by GPU faults.
@@ -59,7 +61,7 @@ func SymptomOf(kind string, xid, gpus int) (Symptom, error) {
 // taint eviction by kube-controller-manager) or the node going NotReady.
 type GPUFault struct {
 	Client   kubernetes.Interface
-	Journal  *Journal
+	Journal  *undo.Journal
 	Labels   map[string]string
 	Nodes    []string
 	Kind     string // xid | ecc | nvlink | device-count
@@ -102,8 +104,8 @@ func originalOf(n *corev1.Node) nodeOriginal {
 }
 
 // Arm faults every node; for each, the original is journaled and the revert registered first.
-func (f *GPUFault) Arm(ctx context.Context) (Revert, error) {
-	var reverts []Revert
+func (f *GPUFault) Arm(ctx context.Context) (undo.Revert, error) {
+	var reverts []undo.Revert
 	revertAll := func(ctx context.Context) error {
 		var errs []string
 		for i := len(reverts) - 1; i >= 0; i-- {
@@ -131,7 +133,7 @@ func (f *GPUFault) Arm(ctx context.Context) (Revert, error) {
 			return revertAll, err
 		}
 		ref := "node/" + name
-		if err := f.Journal.Record(Entry{Op: OpChanged, Ref: ref, APIVersion: "v1", Kind: "Node", Resource: "nodes", Name: name, Original: marshal(orig)}); err != nil {
+		if err := f.Journal.Record(undo.Entry{Op: undo.OpChanged, Ref: ref, APIVersion: "v1", Kind: "Node", Resource: "nodes", Name: name, Original: marshal(orig)}); err != nil {
 			return revertAll, err
 		}
 		reverts = append(reverts, func(ctx context.Context) error {
@@ -141,7 +143,7 @@ func (f *GPUFault) Arm(ctx context.Context) (Revert, error) {
 			if f.Exporter != nil {
 				f.Exporter.Clear(name)
 			}
-			return f.Journal.Record(Entry{Op: OpReverted, Ref: ref})
+			return f.Journal.Record(undo.Entry{Op: undo.OpReverted, Ref: ref})
 		})
 		if f.Exporter != nil {
 			f.Exporter.Inject(name, f.Kind, f.XID)
@@ -186,7 +188,7 @@ func (f *GPUFault) Arm(ctx context.Context) (Revert, error) {
 	return revertAll, nil
 }
 
-func (f *GPUFault) event(ctx context.Context, n *corev1.Node, sym Symptom, reverts *[]Revert) error {
+func (f *GPUFault) event(ctx context.Context, n *corev1.Node, sym Symptom, reverts *[]undo.Revert) error {
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{GenerateName: "brakebench-gpu-", Namespace: metav1.NamespaceDefault, Labels: f.Labels},
 		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: n.Name, UID: n.UID, APIVersion: "v1"},
@@ -197,7 +199,7 @@ func (f *GPUFault) event(ctx context.Context, n *corev1.Node, sym Symptom, rever
 	if err != nil {
 		return fmt.Errorf("GPU fault event on %s: %w", n.Name, err)
 	}
-	if err := f.Journal.Record(Entry{Op: OpCreated, APIVersion: "v1", Kind: "Event", Resource: "events", Namespace: created.Namespace, Name: created.Name}); err != nil {
+	if err := f.Journal.Record(undo.Entry{Op: undo.OpCreated, APIVersion: "v1", Kind: "Event", Resource: "events", Namespace: created.Namespace, Name: created.Name}); err != nil {
 		return err
 	}
 	*reverts = append(*reverts, func(ctx context.Context) error {
@@ -266,7 +268,7 @@ func RestoreNode(ctx context.Context, c kubernetes.Interface, name string, o nod
 }
 
 // RestoreNodeFromJournal restores a node from a journal entry's Original.
-func RestoreNodeFromJournal(ctx context.Context, c kubernetes.Interface, e Entry) error {
+func RestoreNodeFromJournal(ctx context.Context, c kubernetes.Interface, e undo.Entry) error {
 	var o nodeOriginal
 	if err := json.Unmarshal(e.Original, &o); err != nil {
 		return fmt.Errorf("journal entry for node %s: %w", e.Name, err)

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/kube"
@@ -23,6 +22,7 @@ import (
 	"github.com/brakebench/brakebench/internal/scrape/fetch"
 	"github.com/brakebench/brakebench/internal/sut/kueuelws"
 	"github.com/brakebench/brakebench/internal/teardown"
+	"github.com/brakebench/brakebench/internal/undo"
 )
 
 // gangQuota is Kueue's LWSImmutableGroupSize brake: a Kueue-managed LeaderWorkerSet is admitted
@@ -94,14 +94,14 @@ func (s gangQuota) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 		return nil, err
 	}
 	kq, restore, err := kc.Kueue(ctx, func(orig []byte) error {
-		return env.Journal.Record(faults.Entry{Op: faults.OpChanged, Kind: "Kueue", Ref: "kueue", Original: orig})
+		return env.Journal.Record(undo.Entry{Op: undo.OpChanged, Kind: "Kueue", Ref: "kueue", Original: orig})
 	})
 	if restore != nil {
 		env.Reverts.Push("Kueue feature gates / lab Kueue+LWS", func(ctx context.Context) error {
 			if err := restore(ctx); err != nil {
 				return err
 			}
-			return env.Journal.Record(faults.Entry{Op: faults.OpReverted, Ref: "kueue"})
+			return env.Journal.Record(undo.Entry{Op: undo.OpReverted, Ref: "kueue"})
 		})
 	}
 	if err != nil {
@@ -144,7 +144,7 @@ func (gangQuota) runCell(ctx context.Context, env *Env, sc *Scope, kq provider.K
 		if o.GetKind() == "ClusterQueue" {
 			gvr = kueuelws.ClusterQueueGVR
 		}
-		if err := env.Journal.Record(faults.Entry{Op: faults.OpCreated, APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Resource: gvr.Resource, Name: o.GetName()}); err != nil {
+		if err := env.Journal.Record(undo.Entry{Op: undo.OpCreated, APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Resource: gvr.Resource, Name: o.GetName()}); err != nil {
 			cell.Error = err.Error()
 			return cell
 		}

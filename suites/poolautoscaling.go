@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/config"
@@ -25,6 +24,7 @@ import (
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/sut/keda"
 	"github.com/brakebench/brakebench/internal/teardown"
+	"github.com/brakebench/brakebench/internal/undo"
 	"github.com/brakebench/brakebench/loadgen"
 )
 
@@ -134,14 +134,14 @@ func (s poolAutoscaling) Run(ctx context.Context, env *Env, plan *Plan) (*result
 		var restore func(context.Context) error
 		var err error
 		k, restore, err = kc.KEDA(ctx, sync, func(orig []byte) error {
-			return env.Journal.Record(faults.Entry{Op: faults.OpChanged, Kind: "KEDA", Ref: "keda", Original: orig})
+			return env.Journal.Record(undo.Entry{Op: undo.OpChanged, Kind: "KEDA", Ref: "keda", Original: orig})
 		})
 		if restore != nil {
 			env.Reverts.Push("KEDA / HPA sync period", func(ctx context.Context) error {
 				if err := restore(ctx); err != nil {
 					return err
 				}
-				return env.Journal.Record(faults.Entry{Op: faults.OpReverted, Ref: "keda"})
+				return env.Journal.Record(undo.Entry{Op: undo.OpReverted, Ref: "keda"})
 			})
 		}
 		if err != nil {

@@ -8,29 +8,29 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/provider"
+	"github.com/brakebench/brakebench/internal/undo"
 )
 
 // Every change brakebench journals has a replayer that cleanup finds through the registry.
 func TestEveryJournaledChangeHasAReplayer(t *testing.T) {
 	cases := []struct {
-		e     faults.Entry
+		e     undo.Entry
 		early bool
 	}{
-		{faults.Entry{Op: faults.OpChanged, Kind: "Node", Name: "n1"}, false},
-		{faults.Entry{Op: faults.OpChanged, Kind: "LabComponent", Name: "kube-scheduler"}, false},
-		{faults.Entry{Op: faults.OpController, Ref: "controller"}, false},
-		{faults.Entry{Op: faults.OpChanged, Kind: "Kueue"}, true},
-		{faults.Entry{Op: faults.OpChanged, Kind: "KEDA"}, false},
+		{undo.Entry{Op: undo.OpChanged, Kind: "Node", Name: "n1"}, false},
+		{undo.Entry{Op: undo.OpChanged, Kind: "LabComponent", Name: "kube-scheduler"}, false},
+		{undo.Entry{Op: undo.OpController, Ref: "controller"}, false},
+		{undo.Entry{Op: undo.OpChanged, Kind: "Kueue"}, true},
+		{undo.Entry{Op: undo.OpChanged, Kind: "KEDA"}, false},
 	}
 	for _, tc := range cases {
-		r, ok := faults.ReplayerFor(tc.e)
+		r, ok := undo.ReplayerFor(tc.e)
 		if !ok || r.Early != tc.early || r.What(tc.e, "run1") == "" {
 			t.Errorf("%s %s: replayer found %v, early %v", tc.e.Op, tc.e.Kind, ok, r.Early)
 		}
 	}
-	if _, ok := faults.ReplayerFor(faults.Entry{Op: faults.OpChanged, Kind: "Volcano"}); ok {
+	if _, ok := undo.ReplayerFor(undo.Entry{Op: undo.OpChanged, Kind: "Volcano"}); ok {
 		t.Error("an unknown kind must have no replayer (cleanup reports it as failed)")
 	}
 }
@@ -59,17 +59,17 @@ func (c *restoreController) Restore(_ context.Context, v string, f []string) err
 func TestControllerAndKueueReplay(t *testing.T) {
 	orig, _ := json.Marshal(controllerOriginal{Version: "v0.5.3", Flags: []string{"--a=1"}})
 	ctrl := &restoreController{}
-	env := faults.ReplayEnv{Cluster: restoreCluster{ctrl: ctrl}}
-	e := faults.Entry{Op: faults.OpController, Original: orig}
-	r, _ := faults.ReplayerFor(e)
+	env := undo.ReplayEnv{Cluster: restoreCluster{ctrl: ctrl}}
+	e := undo.Entry{Op: undo.OpController, Original: orig}
+	r, _ := undo.ReplayerFor(e)
 	if err := r.Replay(context.Background(), env, e); err != nil || ctrl.got != "v0.5.3 [--a=1]" {
 		t.Fatalf("restored %q, %v", ctrl.got, err)
 	}
-	if err := r.Replay(context.Background(), env, faults.Entry{Op: faults.OpController, Original: []byte("{torn")}); err == nil {
+	if err := r.Replay(context.Background(), env, undo.Entry{Op: undo.OpController, Original: []byte("{torn")}); err == nil {
 		t.Error("a torn original must be an error")
 	}
-	k := faults.Entry{Op: faults.OpChanged, Kind: "Kueue"}
-	r, _ = faults.ReplayerFor(k)
+	k := undo.Entry{Op: undo.OpChanged, Kind: "Kueue"}
+	r, _ = undo.ReplayerFor(k)
 	if err := r.Replay(context.Background(), env, k); err == nil {
 		t.Error("a cluster without Kueue support must fail the Kueue restore")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/stats"
 	"github.com/brakebench/brakebench/internal/teardown"
+	"github.com/brakebench/brakebench/internal/undo"
 )
 
 // Scope is one cell's footing, the same for every suite: a labelled namespace of its own, a
@@ -28,7 +29,7 @@ type Scope struct {
 	Namespace string
 	Labels    map[string]string
 	// Reverts are the cell's: they run, newest first, at the end of the cell or on interrupt.
-	Reverts  *faults.Stack
+	Reverts  *undo.Stack
 	Timeline *faults.Timeline
 	// T0 is when the cell's load starts (the fault timeline is relative to it); zero: none.
 	T0 time.Time
@@ -316,7 +317,7 @@ func runScoped(ctx context.Context, env *Env, pc PlannedCell, idx int, run cellF
 	sc := &Scope{
 		Namespace: fmt.Sprintf("bb-%s-%02d", env.RunID, idx),
 		Labels:    map[string]string{kube.ManagedByKey: kube.ManagedByValue, kube.RunIDKey: env.RunID},
-		Reverts:   &faults.Stack{}, Timeline: &faults.Timeline{},
+		Reverts:   &undo.Stack{}, Timeline: &faults.Timeline{},
 		clients: c, start: time.Now(), phases: map[string]float64{},
 	}
 	sc.Reverts.Push("namespace "+sc.Namespace, func(ctx context.Context) error {

@@ -13,7 +13,6 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/progress"
@@ -21,6 +20,7 @@ import (
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 	"github.com/brakebench/brakebench/internal/sut/kueuelws"
+	"github.com/brakebench/brakebench/internal/undo"
 )
 
 func runnerEnv(t *testing.T) *Env {
@@ -31,7 +31,7 @@ func runnerEnv(t *testing.T) *Env {
 	}
 	return &Env{
 		Clients:  &kube.Clients{Typed: fake.NewClientset(), Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists)},
-		Progress: progress.Discard(), Reverts: &faults.Stack{}, RunID: "t1",
+		Progress: progress.Discard(), Reverts: &undo.Stack{}, RunID: "t1",
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/stats"
+	"github.com/brakebench/brakebench/internal/undo"
 	"github.com/brakebench/brakebench/loadgen"
 )
 
@@ -39,9 +40,9 @@ type Env struct {
 	Clients  *kube.Clients
 	Progress *progress.Progress
 	// Reverts holds every undo registered during the run; the CLI runs it on every exit path.
-	Reverts *faults.Stack
+	Reverts *undo.Stack
 	// Journal records every change before it is made (brakebench cleanup replays it after a crash).
-	Journal *faults.Journal
+	Journal *undo.Journal
 	// Source returns the directory of the controller's module at version (overlays, manifests).
 	Source func(ctx context.Context, version string) (string, error)
 	// DCGM serves dcgm-exporter metrics for the GPU nodes while the run lasts (gpu cells).

@@ -17,6 +17,7 @@ import (
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/undo"
 	"github.com/brakebench/brakebench/loadgen"
 )
 
@@ -314,7 +315,7 @@ func configureController(ctx context.Context, env *Env, version string, flags []
 	ctrl := env.Cluster.Controller()
 	if !*registered {
 		v0, f0 := ctrl.Current()
-		if err := env.Journal.Record(faults.Entry{Op: faults.OpController, Ref: "controller", Original: mustJSON(controllerOriginal{v0, f0})}); err != nil {
+		if err := env.Journal.Record(undo.Entry{Op: undo.OpController, Ref: "controller", Original: mustJSON(controllerOriginal{v0, f0})}); err != nil {
 			return err
 		}
 	}
@@ -328,7 +329,7 @@ func configureController(ctx context.Context, env *Env, version string, flags []
 			if err := revert(ctx); err != nil {
 				return err
 			}
-			return env.Journal.Record(faults.Entry{Op: faults.OpReverted, Ref: "controller"})
+			return env.Journal.Record(undo.Entry{Op: undo.OpReverted, Ref: "controller"})
 		})
 		*registered = true
 	}

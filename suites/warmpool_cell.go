@@ -20,6 +20,7 @@ import (
 	"github.com/brakebench/brakebench/internal/scrape/fetch"
 	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 	"github.com/brakebench/brakebench/internal/teardown"
+	"github.com/brakebench/brakebench/internal/undo"
 	"github.com/brakebench/brakebench/loadgen"
 )
 
@@ -483,7 +484,7 @@ func projectionWindow(w time.Duration, b results.Brake) time.Duration {
 // installer installs a brake's manifest for a cell (brakes.Cell.Install): each object is
 // journaled and its deletion pushed on the cell's reverts before it is created; an object of the
 // same name that brakebench did not create is left alone and fails the cell.
-func installer(c *kube.Clients, journal *faults.Journal, reverts *faults.Stack, labels map[string]string) func(ctx context.Context, what string, manifest []byte) (int, error) {
+func installer(c *kube.Clients, journal *undo.Journal, reverts *undo.Stack, labels map[string]string) func(ctx context.Context, what string, manifest []byte) (int, error) {
 	return func(ctx context.Context, what string, manifest []byte) (int, error) {
 		objs, err := kube.DecodeYAML(manifest)
 		if err != nil {
@@ -499,7 +500,7 @@ func installer(c *kube.Clients, journal *faults.Journal, reverts *faults.Stack, 
 			if err == nil && existing.GetLabels()[kube.ManagedByKey] != kube.ManagedByValue {
 				return 0, fmt.Errorf("%s %s already exists and is not brakebench's: not touching it", gvk.Kind, o.GetName())
 			}
-			if err := journal.Record(faults.Entry{Op: faults.OpCreated, APIVersion: o.GetAPIVersion(), Kind: gvk.Kind, Resource: m.Resource.Resource, Name: o.GetName()}); err != nil {
+			if err := journal.Record(undo.Entry{Op: undo.OpCreated, APIVersion: o.GetAPIVersion(), Kind: gvk.Kind, Resource: m.Resource.Resource, Name: o.GetName()}); err != nil {
 				return 0, err
 			}
 			gvr, name := m.Resource, o.GetName()

@@ -20,7 +20,7 @@ func init() { register(apfInsulation{}) }
 
 func (apfInsulation) Name() string { return "apf-insulation" }
 
-func (apfInsulation) Setting(config.Brakes) (string, string, error) {
+func (apfInsulation) Setting(config.Section) (string, string, error) {
 	return InsulationOverlay, "", nil
 }
 

@@ -27,11 +27,19 @@ type Brake interface {
 	// Name is how matrix.brakes, cell names and results.json name it.
 	Name() string
 	// Setting is the brake's value from the config's brakes section (as the controller gets it)
-	// and the key it came from; err says what the key must hold for the brake to engage.
-	Setting(b config.Brakes) (value, key string, err error)
+	// and the key it came from; err says what the key must hold for the brake to engage. A brake
+	// with settings (Owner) decodes its own keys from the section.
+	Setting(s config.Section) (value, key string, err error)
 	// Flags are the controller flags that set value ("--name=value"); none for a brake that
 	// works through cluster objects.
 	Flags(value string) []string
+}
+
+// Owner is a brake with settings of its own: Settings is the struct its keys decode into
+// (mapstructure tags naming keys under brakes.), declared to the config loader when the brake
+// registers; its defaults are configs/brakes/<name>.yaml.
+type Owner interface {
+	Settings() any
 }
 
 // Applicability is a brake that needs more of a controller version than its flags (which are
@@ -108,6 +116,9 @@ func register(b Brake) {
 		panic("brakes: " + b.Name() + " registered twice")
 	}
 	registry[b.Name()] = b
+	if o, ok := b.(Owner); ok {
+		config.Own("brakes", b.Name(), o.Settings())
+	}
 	if m, ok := b.(Metricer); ok {
 		catalog.Default.AddBrakeMetrics(b.Name(), m.Metrics())
 	}

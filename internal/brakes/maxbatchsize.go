@@ -20,11 +20,22 @@ func init() { register(maxBatchSize{}) }
 
 func (maxBatchSize) Name() string { return "max-batch-size" }
 
-func (maxBatchSize) Setting(b config.Brakes) (string, string, error) {
-	if b.MaxBatchSize < 1 || b.MaxBatchSize > 100000 {
-		return "", "brakes.maxBatchSize", fmt.Errorf("expected a batch size of 1 to 100000 sandboxes")
+type maxBatchSizeSettings struct {
+	Size int `mapstructure:"maxBatchSize"`
+}
+
+func (maxBatchSize) Settings() any { return &maxBatchSizeSettings{} }
+
+func (maxBatchSize) Setting(s config.Section) (string, string, error) {
+	const key = "brakes.maxBatchSize"
+	var st maxBatchSizeSettings
+	if err := s.Decode(&st); err != nil {
+		return "", key, err
 	}
-	return strconv.Itoa(b.MaxBatchSize), "brakes.maxBatchSize", nil
+	if st.Size < 1 || st.Size > 100000 {
+		return "", key, fmt.Errorf("expected a batch size of 1 to 100000 sandboxes")
+	}
+	return strconv.Itoa(st.Size), key, nil
 }
 
 func (maxBatchSize) Flags(v string) []string {

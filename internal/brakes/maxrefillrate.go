@@ -25,11 +25,22 @@ func init() { register(maxRefillRate{}) }
 
 func (maxRefillRate) Name() string { return "max-refill-rate" }
 
-func (maxRefillRate) Setting(b config.Brakes) (string, string, error) {
-	if !(b.MaxRefillRate > 0) || b.MaxRefillRate > 100000 {
-		return "", "brakes.maxRefillRate", fmt.Errorf("expected a positive rate in sandboxes/s, at most 100000")
+type maxRefillRateSettings struct {
+	Rate float64 `mapstructure:"maxRefillRate"`
+}
+
+func (maxRefillRate) Settings() any { return &maxRefillRateSettings{} }
+
+func (maxRefillRate) Setting(s config.Section) (string, string, error) {
+	const key = "brakes.maxRefillRate"
+	var st maxRefillRateSettings
+	if err := s.Decode(&st); err != nil {
+		return "", key, err
 	}
-	return strconv.FormatFloat(b.MaxRefillRate, 'f', -1, 64), "brakes.maxRefillRate", nil
+	if !(st.Rate > 0) || st.Rate > 100000 {
+		return "", key, fmt.Errorf("expected a positive rate in sandboxes/s, at most 100000")
+	}
+	return strconv.FormatFloat(st.Rate, 'f', -1, 64), key, nil
 }
 
 func (maxRefillRate) Flags(v string) []string {

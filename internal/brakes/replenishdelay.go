@@ -17,11 +17,22 @@ func init() { register(replenishDelay{}) }
 
 func (replenishDelay) Name() string { return "replenish-delay" }
 
-func (replenishDelay) Setting(b config.Brakes) (string, string, error) {
-	if b.ReplenishDelay <= 0 || b.ReplenishDelay > 24*time.Hour {
-		return "", "brakes.replenishDelay", fmt.Errorf("expected a positive duration up to 24h")
+type replenishDelaySettings struct {
+	Delay time.Duration `mapstructure:"replenishDelay"`
+}
+
+func (replenishDelay) Settings() any { return &replenishDelaySettings{} }
+
+func (replenishDelay) Setting(s config.Section) (string, string, error) {
+	const key = "brakes.replenishDelay"
+	var st replenishDelaySettings
+	if err := s.Decode(&st); err != nil {
+		return "", key, err
 	}
-	return b.ReplenishDelay.String(), "brakes.replenishDelay", nil
+	if st.Delay <= 0 || st.Delay > 24*time.Hour {
+		return "", key, fmt.Errorf("expected a positive duration up to 24h")
+	}
+	return st.Delay.String(), key, nil
 }
 
 func (replenishDelay) Flags(v string) []string {

@@ -15,12 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/provider/labprovider"
 	"github.com/brakebench/brakebench/internal/teardown"
+	"github.com/brakebench/brakebench/internal/undo"
 )
 
 // cleanupItem is one line of the cleanup report.
@@ -131,19 +131,19 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 	if err != nil {
 		return err
 	}
-	journals, err := faults.ReadJournals(jdir, run)
+	journals, err := undo.ReadJournals(jdir, run)
 	switch {
-	case errors.Is(err, faults.ErrNoJournal):
+	case errors.Is(err, undo.ErrNoJournal):
 		add("journal of run "+run, "already gone", err.Error())
 	case err != nil:
 		add("journals in "+jdir, "failed", err.Error()) // unreadable: kept for a person to read
 	}
 	host := cluster.RESTConfig().Host
-	env := faults.ReplayEnv{Clients: c, Cluster: cluster}
+	env := undo.ReplayEnv{Clients: c, Cluster: cluster}
 	// replay restores one pending change through the registry of replayers (each registered next
 	// to the code that journals the change); false when it could not be confirmed.
-	replay := func(j faults.RunJournal, e faults.Entry) bool {
-		r, ok := faults.ReplayerFor(e)
+	replay := func(j undo.RunJournal, e undo.Entry) bool {
+		r, ok := undo.ReplayerFor(e)
 		if !ok {
 			add(fmt.Sprintf("restore %s %s %s (run %s)", e.Op, strings.ToLower(e.Kind), e.Name, j.Run), "failed", "no restorer for this change in this brakebench")
 			return false
@@ -166,7 +166,7 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 			continue
 		}
 		for i, e := range j.Pending() {
-			if r, ok := faults.ReplayerFor(e); ok && r.Early {
+			if r, ok := undo.ReplayerFor(e); ok && r.Early {
 				early[fmt.Sprintf("%s#%d", j.Path, i)] = replay(j, e)
 			}
 		}
@@ -189,7 +189,7 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 		}
 		ok := true
 		for _, e := range j.Entries {
-			if e.Op != faults.OpCreated {
+			if e.Op != undo.OpCreated {
 				continue
 			}
 			gv, _ := schema.ParseGroupVersion(e.APIVersion)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/brakebench/brakebench/faults"
 	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/gates"
@@ -29,6 +28,7 @@ import (
 	"github.com/brakebench/brakebench/internal/provider/labprovider"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
+	"github.com/brakebench/brakebench/internal/undo"
 	"github.com/brakebench/brakebench/reports"
 	"github.com/brakebench/brakebench/suites"
 )
@@ -405,11 +405,11 @@ func (a *app) execute(ctx context.Context, cluster provider.Cluster, cfg *config
 	if err != nil {
 		return nil, err
 	}
-	journal, err := faults.OpenJournal(jdir, runID, cluster.RESTConfig().Host)
+	journal, err := undo.OpenJournal(jdir, runID, cluster.RESTConfig().Host)
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	reverts := &faults.Stack{}
+	reverts := &undo.Stack{}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 		defer cancel()

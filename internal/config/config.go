@@ -19,11 +19,13 @@ type Config struct {
 	Workload   Workload   `mapstructure:"workload"`
 	Loadgen    Loadgen    `mapstructure:"loadgen"`
 	Matrix     Matrix     `mapstructure:"matrix"`
-	Brakes     Brakes     `mapstructure:"brakes"`
-	Faults     Faults     `mapstructure:"faults"`
-	GangQuota  GangQuota  `mapstructure:"gangQuota"`
-	Autoscale  Autoscale  `mapstructure:"poolAutoscaling"`
-	Out        string     `mapstructure:"out"`
+	// Brakes are the brake types' settings: each declares its keys (config.Own) and defaults
+	// (configs/brakes/<brake>.yaml) and decodes them itself (internal/brakes).
+	Brakes    Section   `mapstructure:"brakes"`
+	Faults    Faults    `mapstructure:"faults"`
+	GangQuota GangQuota `mapstructure:"gangQuota"`
+	Autoscale Autoscale `mapstructure:"poolAutoscaling"`
+	Out       string    `mapstructure:"out"`
 }
 
 // Faults configure the fault cells (matrix.faults).
@@ -279,14 +281,6 @@ type Matrix struct {
 	StopOn []string `mapstructure:"stopOn"`
 }
 
-// Brakes are the values a brake cell applies.
-type Brakes struct {
-	ReplenishDelay time.Duration `mapstructure:"replenishDelay"`
-	MaxRefillRate  float64       `mapstructure:"maxRefillRate"`
-	// MaxBatchSize caps the sandboxes one warm-pool reconcile pass creates (the max-batch-size brake).
-	MaxBatchSize int `mapstructure:"maxBatchSize"`
-}
-
 // Default is the built-in base layer.
 func Default() Config {
 	return Config{
@@ -315,7 +309,6 @@ func Default() Config {
 			GPU:          GPUFault{Nodes: 1, Kind: "xid", XID: 79, Escalate: "taint", ArmAfter: time.Second, MaxUnavailableFraction: 0.2},
 			ControlPlane: ControlPlaneFault{SchedulerQPS: 200, SchedulerBurst: 400, MaxRequestsInflight: 100, MaxMutatingRequestsInflight: 50},
 		},
-		Brakes: Brakes{ReplenishDelay: 20 * time.Second, MaxRefillRate: 10, MaxBatchSize: 50},
 		Autoscale: Autoscale{Arms: []string{"keda", "control"}, Profiles: []string{"0-3-0"}, StepDuration: 45 * time.Second, MinReplicas: 1,
 			MetricType: "AverageValue", TargetValue: 1, PollingInterval: 5 * time.Second, SettleTimeout: 2 * time.Minute, ScaleUpPeriod: 15 * time.Second},
 		GangQuota: GangQuota{GPUQuota: 4, CPUQuota: "64", MemoryQuota: "256Gi", GPUsPerPod: 1, Size: 2, ResizeTo: 8, Replicas: 1, ScaleReplicasTo: 3,

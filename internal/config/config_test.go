@@ -11,6 +11,20 @@ import (
 	"github.com/brakebench/brakebench/configs"
 )
 
+// The brake types declare their keys from internal/brakes, which imports this package: these
+// tests declare the same keys (and configs/brakes/*.yaml gives their defaults) as the brakes do.
+func init() {
+	Own("brakes", "replenish-delay", struct {
+		D time.Duration `mapstructure:"replenishDelay"`
+	}{})
+	Own("brakes", "max-refill-rate", struct {
+		R float64 `mapstructure:"maxRefillRate"`
+	}{})
+	Own("brakes", "max-batch-size", struct {
+		N int `mapstructure:"maxBatchSize"`
+	}{})
+}
+
 func writeFile(t *testing.T, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "cfg.yaml")
@@ -77,7 +91,7 @@ func TestTypedValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Workload.ClaimTimeout != 90*time.Second || r.Lab.PodBootDelay != time.Second || r.Brakes.MaxRefillRate != 2.5 {
+	if r.Workload.ClaimTimeout != 90*time.Second || r.Lab.PodBootDelay != time.Second || r.Brakes["maxrefillrate"] != "2.5" {
 		t.Errorf("typed values not applied: %+v %+v %+v", r.Workload, r.Lab, r.Brakes)
 	}
 	if strings.Join(r.Matrix.Brakes, ",") != "none,both" || len(r.Lab.Nodes.Labels) != 1 || r.Lab.Nodes.Labels[0] != "topology.kubernetes.io/zone=a" {
@@ -176,7 +190,7 @@ func TestErrors(t *testing.T) {
 		{"NaN rate", Loader{Sets: []string{"workload.mode=poisson", "workload.rate=NaN"}}, `key "workload.rate": expected a finite number, got NaN`},
 		{"Inf rate", Loader{Sets: []string{"workload.mode=poisson", "workload.rate=+Inf"}}, `key "workload.rate": expected a finite number, got +Inf`},
 		{"Inf brake rate", Loader{Sets: []string{"brakes.maxRefillRate=inf"}}, `key "brakes.maxRefillRate": expected a finite number, got +Inf`},
-		{"NaN step", Loader{Sets: []string{"workload.mode=steps", "workload.steps=1,NaN"}}, `key "workload.steps": expected a finite number, got NaN`},
+		{"NaN step", Loader{Sets: []string{"workload.mode=steps", "workload.steps=1,NaN"}}, `key "workload.steps": item 1: expected a finite number, got NaN`},
 		{"NaN qps", Loader{Sets: []string{"loadgen.qps=nan"}}, `key "loadgen.qps": expected a finite number, got NaN`},
 	}
 	for _, c := range cases {

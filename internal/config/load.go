@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"sort"
@@ -81,29 +82,17 @@ type leaf struct {
 	typ reflect.Type
 }
 
-// schema maps lower-cased dotted keys to leaves, derived from the Config struct's tags.
+// schema maps lower-cased dotted keys to leaves, derived from the Config struct's tags and the
+// keys owners declared (Own) for its Section fields.
 func schema() map[string]leaf {
 	out := map[string]leaf{}
-	var walk func(prefix string, t reflect.Type)
-	walk = func(prefix string, t reflect.Type) {
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			tag := f.Tag.Get("mapstructure")
-			if tag == "" || tag == "-" {
-				continue
-			}
-			key := tag
-			if prefix != "" {
-				key = prefix + "." + tag
-			}
-			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(time.Duration(0)) {
-				walk(key, f.Type)
-				continue
-			}
-			out[strings.ToLower(key)] = leaf{key: key, typ: f.Type}
+	walkStruct("", reflect.TypeOf(Config{}), out)
+	for k, l := range out {
+		if l.typ == reflect.TypeOf(Section{}) {
+			delete(out, k) // an owned section: its owners declare its keys
 		}
 	}
-	walk("", reflect.TypeOf(Config{}))
+	ownedLeaves(out)
 	return out
 }
 
@@ -152,6 +141,14 @@ func (l Loader) Load() (*Resolved, error) {
 	def := map[string]any{}
 	flatten("", Default(), def)
 	for k, val := range def {
+		v.SetDefault(k, val)
+	}
+	// ... and the owners' defaults (configs/brakes/*.yaml)
+	od, err := ownedDefaults(s)
+	if err != nil {
+		return nil, err
+	}
+	for k, val := range od {
 		v.SetDefault(k, val)
 	}
 	// 2. suite defaults, 3. user files
@@ -250,7 +247,7 @@ func (l Loader) Load() (*Resolved, error) {
 	}
 
 	var cfg Config
-	err := v.Unmarshal(&cfg, func(dc *mapstructure.DecoderConfig) {
+	err = v.Unmarshal(&cfg, func(dc *mapstructure.DecoderConfig) {
 		dc.ErrorUnused = true
 		dc.WeaklyTypedInput = true
 		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(
@@ -321,11 +318,13 @@ func checkValue(t reflect.Type, val any) error {
 		return fmt.Errorf("expected a whole number, got %s", describe(val))
 	case reflect.Float64:
 		switch x := val.(type) {
-		case int, int64, int32, float64:
+		case int, int64, int32:
 			return nil
+		case float64:
+			return finite(x)
 		case string:
-			if _, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
-				return nil
+			if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+				return finite(f)
 			}
 		}
 		return fmt.Errorf("expected a number, got %s", describe(val))
@@ -450,6 +449,10 @@ func flatten(prefix string, val any, out map[string]any) {
 			key = prefix + "." + key
 		}
 		fv := rv.Field(i)
+		if sec, ok := fv.Interface().(Section); ok {
+			flattenMap(key, sec, out)
+			continue
+		}
 		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(time.Duration(0)) {
 			flatten(key, fv.Interface(), out)
 			continue
@@ -470,6 +473,7 @@ func (r *Resolved) Settings() map[string]any {
 	s := schema()
 	out := map[string]any{}
 	for k, v := range flat {
+		v = typedValue(s[k].typ, v)
 		key := s[k].key
 		parts := strings.Split(key, ".")
 		m := out
@@ -484,4 +488,36 @@ func (r *Resolved) Settings() map[string]any {
 		m[parts[len(parts)-1]] = v
 	}
 	return out
+}
+
+// finite refuses NaN and the infinities (a float key holds a measurement or a setting).
+func finite(f float64) error {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("expected a finite number, got %v", f)
+	}
+	return nil
+}
+
+// typedValue is an owned key's value as its type holds it (values from the environment and
+// --set arrive as strings); anything it cannot parse stays as it is.
+func typedValue(t reflect.Type, v any) any {
+	str, ok := v.(string)
+	if !ok || t == nil {
+		return v
+	}
+	switch t.Kind() {
+	case reflect.Float64:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(str), 64); err == nil {
+			return f
+		}
+	case reflect.Int, reflect.Int64:
+		if n, err := strconv.ParseInt(strings.TrimSpace(str), 10, 64); err == nil {
+			return n
+		}
+	case reflect.Bool:
+		if b, err := strconv.ParseBool(strings.TrimSpace(str)); err == nil {
+			return b
+		}
+	}
+	return v
 }

@@ -137,8 +137,6 @@ func (r *Resolved) validate() error {
 		{len(c.Matrix.StopOn) == 0 || !allOneOf(c.Matrix.StopOn, "claim.p50_ms", "claim.p99_ms"), "matrix.stopOn", "a non-empty list from claim.p50_ms, claim.p99_ms", c.Matrix.StopOn},
 		{!oneOf(c.Matrix.Spending, "pocock", "obrien-fleming"), "matrix.spending", "pocock or obrien-fleming", c.Matrix.Spending},
 		{len(c.Matrix.Brakes) == 0, "matrix.brakes", "a non-empty list of brake cells (see `brakebench suites`)", "[]"},
-		{c.Brakes.ReplenishDelay < 0, "brakes.replenishDelay", "a duration of 0 or more", c.Brakes.ReplenishDelay},
-		{c.Brakes.MaxRefillRate < 0, "brakes.maxRefillRate", "0 or a positive rate in sandboxes/s", c.Brakes.MaxRefillRate},
 		{c.Out == "", "out", "an output directory", `""`},
 		{!oneOf(c.Faults.APF.Target, "controller", "loadgen"), "faults.apf.target", "controller or loadgen", c.Faults.APF.Target},
 		{outside(c.Faults.APF.Shares, 0, maxObjects), "faults.apf.shares", "0 to 10000", c.Faults.APF.Shares},

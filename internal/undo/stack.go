@@ -1,9 +1,9 @@
-// Package faults holds what changes a cluster on purpose: the fault types a cell can inject (the
-// CellFault registry, cell_*.go), the low-level changes they make (APF objects, node conditions,
-// control-plane flags), the journal and its replayers, and the revert stack that faults and brake
-// toggles share. Whatever acts registers its revert first; the stack runs every
-// revert, newest first, on success, error, Ctrl-C and SIGTERM.
-package faults
+// Package undo is how brakebench takes back what it changes in a cluster: the revert Stack that
+// faults, brake toggles and the suites share (whatever acts registers its revert first; the stack
+// runs every revert, newest first, on success, error, Ctrl-C and SIGTERM), the Journal that
+// records every change before it is made, and the registry of Replayers through which
+// `brakebench cleanup` restores, from a journal alone, what a crashed run left changed.
+package undo
 
 import (
 	"context"
