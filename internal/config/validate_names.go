@@ -3,8 +3,10 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -51,6 +53,12 @@ func (r *Resolved) validateNames() error {
 			return r.fail("lab.nodes.labels", "expected key=value items with a Kubernetes label key and value (%s), got %s", strings.Join(errs, "; "), QuoteShort(l))
 		}
 	}
+	for _, a := range c.Lab.APIServerArgs {
+		k, v, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !flagName.MatchString(k) || strings.ContainsFunc(v, unicode.IsControl) {
+			return r.fail("lab.apiserverArgs", "expected kube-apiserver flags like max-requests-inflight=800 (a lower-case flag name, = and a value without control characters), got %s", QuoteShort(a))
+		}
+	}
 	if u := c.Autoscale.ExporterURL; u != "" {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
@@ -59,6 +67,9 @@ func (r *Resolved) validateNames() error {
 	}
 	return nil
 }
+
+// flagName is a command-line flag's name without its dashes (max-requests-inflight).
+var flagName = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // QuoteShort quotes a value for a one-line message, cut when it is long (a 100000-character
 // value made a 100000-character error).

@@ -32,7 +32,9 @@ func TestNameKeys(t *testing.T) {
 		{"a node label key with a space", Loader{Sets: []string{"lab.nodes.labels=my zone=a"}}, `key "lab.nodes.labels": expected key=value items with a Kubernetes label key and value (name part must consist of`},
 		{"an exporter URL without a scheme", Loader{Suite: "pool-autoscaling", Sets: []string{"poolAutoscaling.exporterURL=brakebench-demand:8080/demand"}}, `key "poolAutoscaling.exporterURL": expected an http(s) URL like http://brakebench-demand.brakebench.svc:8080/demand, got "brakebench-demand:8080/demand"`},
 		{"an exporter URL with a newline", Loader{Suite: "pool-autoscaling", Sets: []string{"poolAutoscaling.exporterURL=http://x:8080/\n"}}, `key "poolAutoscaling.exporterURL": expected an http(s) URL`},
-		{"good values", Loader{Sets: []string{"workload.image=ghcr.io/x/y:v1", "lab.nodes.labels=topology.kubernetes.io/zone=a,empty=", "cluster.kindName=my.bench", "poolAutoscaling.exporterURL=https://x.example:8443/demand"}}, ""},
+		{"an apiserver flag with a space in its name", Loader{Sets: []string{"lab.apiserverArgs=max requests=800"}}, `key "lab.apiserverArgs": expected kube-apiserver flags like max-requests-inflight=800 (a lower-case flag name, = and a value without control characters), got "max requests=800"`},
+		{"an apiserver flag value with a newline", Loader{Sets: []string{"lab.apiserverArgs=v=1\n--x"}}, `key "lab.apiserverArgs": expected kube-apiserver flags like max-requests-inflight=800`},
+		{"good values", Loader{Sets: []string{"workload.image=ghcr.io/x/y:v1", "lab.nodes.labels=topology.kubernetes.io/zone=a,empty=", "cluster.kindName=my.bench", "poolAutoscaling.exporterURL=https://x.example:8443/demand", "lab.apiserverArgs=--max-requests-inflight=800,profiling,v=2"}}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
