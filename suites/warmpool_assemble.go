@@ -172,6 +172,14 @@ func assemble(in cellInput) results.Cell {
 	}
 
 	correctness(&c, in)
+	for _, cl := range in.snap.Claims {
+		for _, k := range cl.Annotations {
+			if st.ClaimAnnotations == nil {
+				st.ClaimAnnotations = map[string]int{}
+			}
+			st.ClaimAnnotations[k]++
+		}
+	}
 	st.Writes = analysis.WriteAccount(&c)
 	controllerStats(st, in.metrics)
 	c.Stats.CreatePasses = in.passes

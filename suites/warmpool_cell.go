@@ -454,6 +454,12 @@ func settleAndAssemble(ctx context.Context, env *Env, rec *recorder.Recorder, ce
 	}
 	phase("controller_log", step)
 	step = time.Now()
+	events, err := claimEvents(ctx, env.Clients, ns)
+	if err != nil {
+		env.Progress.Printf("    could not count the Events about claims: %v", err)
+	}
+	phase("claim_events", step)
+	step = time.Now()
 	cell = assemble(cellInput{
 		cell: cell, snap: snap, sent: fired, t0: t0, end: end, pool: PoolName, poolSize: wl.Pool,
 		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after), fillMetrics: deltas(fillScrape, before), passes: passes,
@@ -462,6 +468,7 @@ func settleAndAssemble(ctx context.Context, env *Env, rec *recorder.Recorder, ce
 	if ps := cell.Stats.PodStart; ps != nil {
 		ps.Placement = wl.Placement
 	}
+	cell.Stats.ClaimEvents = events
 	phase("assemble", step)
 	return cell, snap, rw
 }
@@ -517,4 +524,27 @@ func installer(c *kube.Clients, journal *undo.Journal, reverts *undo.Stack, labe
 		}
 		return len(objs), nil
 	}
+}
+
+// claimEvents counts the Events about the cell's SandboxClaims (involvedObject.kind SandboxClaim
+// in the cell's namespace, each Event's count included): what the claim controller emitted,
+// unless told not to (--disable-claim-events). One LIST at the end of the cell, not a watch
+// during the burst; nil when it could not be listed.
+func claimEvents(ctx context.Context, c *kube.Clients, ns string) (*int, error) {
+	list, err := c.Typed.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=SandboxClaim"})
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, e := range list.Items {
+		switch {
+		case e.Series != nil && e.Series.Count > 0:
+			n += int(e.Series.Count)
+		case e.Count > 0:
+			n += int(e.Count)
+		default:
+			n++
+		}
+	}
+	return &n, nil
 }

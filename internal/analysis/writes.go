@@ -39,9 +39,11 @@ func WriteAccount(c *results.Cell) *results.Writes {
 	w := &results.Writes{Claims: claims, PerClaim: map[string]float64{}}
 	n := float64(claims)
 	for _, res := range WriteResources {
-		for _, verb := range WriteVerbs {
-			v := scrape.Sum(api.Series, "apiserver_request_total", map[string]string{"resource": res, "verb": verb})
-			w.PerClaim[res+"."+strings.ToLower(verb)] = v / n
+		for _, sub := range []string{"", "status"} {
+			for _, verb := range WriteVerbs {
+				v := scrape.Sum(api.Series, "apiserver_request_total", map[string]string{"resource": res, "subresource": sub, "verb": verb})
+				w.PerClaim[writeKey(res, sub, verb)] = v / n
+			}
 		}
 	}
 	total, conflicts := 0.0, 0.0
@@ -81,6 +83,15 @@ func WriteAccount(c *results.Cell) *results.Writes {
 	}
 	w.AllReadySeconds = allReady(c.Claims)
 	return w
+}
+
+// writeKey names a resource's (or its subresource's) verb in Writes.PerClaim:
+// "sandboxclaims.patch", "sandboxes/status.put".
+func writeKey(res, sub, verb string) string {
+	if sub != "" {
+		res += "/" + sub
+	}
+	return res + "." + strings.ToLower(verb)
 }
 
 func isWrite(verb string) bool {
@@ -141,14 +152,16 @@ func writeMetrics() []metricDef {
 		}},
 	}
 	for _, res := range WriteResources {
-		for _, verb := range WriteVerbs {
-			key := res + "." + strings.ToLower(verb)
-			out = append(out, metricDef{key: "writes." + key + "_per_claim", unit: "requests", rep: func(c *results.Cell) float64 {
-				if w := writes(c); w != nil {
-					return w.PerClaim[key]
-				}
-				return math.NaN()
-			}})
+		for _, sub := range []string{"", "status"} {
+			for _, verb := range WriteVerbs {
+				key := writeKey(res, sub, verb)
+				out = append(out, metricDef{key: "writes." + strings.ReplaceAll(key, "/", "_") + "_per_claim", unit: "requests", rep: func(c *results.Cell) float64 {
+					if w := writes(c); w != nil {
+						return w.PerClaim[key]
+					}
+					return math.NaN()
+				}})
+			}
 		}
 	}
 	for _, l := range APFLevels {

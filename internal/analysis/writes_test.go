@@ -12,6 +12,12 @@ func counter(verb, resource, code string, v float64) scrape.Series {
 	return scrape.Series{Name: "apiserver_request_total", Type: "counter", Labels: map[string]string{"verb": verb, "resource": resource, "code": code}, Value: v}
 }
 
+func subCounter(verb, resource, sub, code string, v float64) scrape.Series {
+	s := counter(verb, resource, code, v)
+	s.Labels["subresource"] = sub
+	return s
+}
+
 func waitHist(level string, counts []float64, sum float64) scrape.Series {
 	les := []float64{0.001, 0.01, 0.1, 1, math.Inf(1)}
 	s := scrape.Series{Name: "apiserver_flowcontrol_request_wait_duration_seconds", Type: "histogram", Labels: map[string]string{"priority_level": level, "execute": "true"}, Sum: sum}
@@ -39,6 +45,7 @@ func TestWriteAccount(t *testing.T) {
 		counter("PATCH", "sandboxclaims", "200", 8),
 		counter("PATCH", "sandboxclaims", "409", 2),
 		counter("PATCH", "sandboxes", "200", 10),
+		subCounter("PUT", "sandboxclaims", "status", "200", 30),
 		counter("POST", "events", "201", 20),
 		counter("PUT", "leases", "200", 5),
 		counter("GET", "sandboxes", "200", 100),
@@ -61,7 +68,9 @@ func TestWriteAccount(t *testing.T) {
 		{"event POSTs/claim", w.PerClaim["events.post"], 2},
 		{"lease PUTs/claim", w.PerClaim["leases.put"], 0.5},
 		{"pod DELETEs/claim", w.PerClaim["pods.delete"], 0},
-		{"writes/claim", w.TotalPerClaim, (10 + 10 + 10 + 20 + 5) / 10.0},
+		{"claim status PUTs/claim", w.PerClaim["sandboxclaims/status.put"], 3},
+		{"claim PUTs/claim (the object, not its status)", w.PerClaim["sandboxclaims.put"], 0},
+		{"writes/claim", w.TotalPerClaim, (10 + 10 + 10 + 30 + 20 + 5) / 10.0},
 		{"409/claim", w.ConflictsPerClaim, 0.3},
 		{"workload-low mean wait ms", w.APFWait["workload-low"].MeanMS, 5},
 		{"workload-low p99 wait ms", w.APFWait["workload-low"].P99MS, 100},
@@ -80,7 +89,7 @@ func TestWriteAccount(t *testing.T) {
 	for _, d := range writeMetrics() {
 		vals[d.key] = d.rep(c)
 	}
-	if vals["writes.sandboxclaims.patch_per_claim"] != 1 || vals["writes.per_claim"] != 5.5 || vals["apf.wait_p99_ms.workload-low"] != 100 || !math.IsNaN(vals["apf.wait_p99_ms.catch-all"]) || vals["claims.all_ready_s"] != 4.5 {
+	if vals["writes.sandboxclaims.patch_per_claim"] != 1 || vals["writes.per_claim"] != 8.5 || vals["writes.sandboxclaims_status.put_per_claim"] != 3 || vals["apf.wait_p99_ms.workload-low"] != 100 || !math.IsNaN(vals["apf.wait_p99_ms.catch-all"]) || vals["claims.all_ready_s"] != 4.5 {
 		t.Errorf("operands %v", vals)
 	}
 }

@@ -25,6 +25,9 @@ type Claim struct {
 	ServerReady time.Time // the Ready condition's lastTransitionTime (server clock)
 	Sandbox     string
 	LastReason  string // last Ready condition reason seen
+	// Annotations are the keys of the claim's agents.x-k8s.io/ annotations as last seen (the
+	// controller's observability annotation among them, unless it is told not to write it).
+	Annotations []string
 }
 
 // Sandbox is one sandbox's creation.
@@ -206,6 +209,7 @@ func (r *Recorder) onClaim(obj any) {
 	if w.ReadyReason != "" {
 		c.LastReason = w.ReadyReason
 	}
+	c.Annotations = w.Annotations
 	if w.ReadyStatus == "True" && c.Ready.IsZero() {
 		c.Ready, c.ServerReady = now, w.ReadySince
 		if c.Bound.IsZero() {

@@ -1,6 +1,8 @@
 package recorder
 
 import (
+	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +22,7 @@ type watched struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
 	Sandbox       string    // claim: status.sandbox.name
+	Annotations   []string  // claim: the keys of its agents.x-k8s.io/ annotations
 	ReadyStatus   string    // claim: Ready condition status; pod: "True" when PodReady is
 	ReadyReason   string    // claim: Ready condition reason
 	ReadySince    time.Time // claim and pod: the Ready condition's lastTransitionTime
@@ -36,6 +39,7 @@ type watched struct {
 // DeepCopyObject implements runtime.Object (the kept metadata has no shared maps or slices).
 func (w *watched) DeepCopyObject() runtime.Object {
 	c := *w
+	c.Annotations = append([]string(nil), w.Annotations...)
 	if w.DeletionTimestamp != nil {
 		t := *w.DeletionTimestamp
 		c.DeletionTimestamp = &t
@@ -60,6 +64,12 @@ func trimClaim(obj any) (any, error) {
 	}
 	w := newWatched("SandboxClaim", u)
 	w.Sandbox, _, _ = unstructured.NestedString(u.Object, "status", "sandbox", "name")
+	for k := range u.GetAnnotations() {
+		if strings.HasPrefix(k, agentsandbox.AnnotationPrefix) {
+			w.Annotations = append(w.Annotations, k)
+		}
+	}
+	sort.Strings(w.Annotations)
 	conds, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "conditions")
 	list, _ := conds.([]any)
 	for _, cd := range list {

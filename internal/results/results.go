@@ -439,8 +439,9 @@ type Scrape struct {
 // the refill (analysis.WriteAccount).
 type Writes struct {
 	Claims int `json:"claims"`
-	// PerClaim are requests per claim by "resource.verb" ("sandboxclaims.patch"): the mutating
-	// verbs of the claims, sandboxes, pods, events and leases, refused requests included.
+	// PerClaim are requests per claim by "resource.verb" ("sandboxclaims.patch", the object
+	// itself) and "resource/status.verb" (its status): the mutating verbs of the claims,
+	// sandboxes, pods, events and leases, refused requests included.
 	PerClaim map[string]float64 `json:"perClaim"`
 	// TotalPerClaim counts every mutating request of any resource, per claim.
 	TotalPerClaim float64 `json:"totalPerClaim"`
@@ -504,6 +505,10 @@ type CellStats struct {
 	BrakeEvidence string `json:"brakeEvidence,omitempty"`
 	// Writes is the write accounting (nil: no API server scrape, or a file written before it).
 	Writes *Writes `json:"writes,omitempty"`
+	// ClaimAnnotations counts the cell's claims carrying each agents.x-k8s.io/ annotation key
+	// (as last seen); ClaimEvents the Events about its claims (nil: not counted).
+	ClaimAnnotations map[string]int `json:"claimAnnotations,omitempty"`
+	ClaimEvents      *int           `json:"claimEvents,omitempty"`
 }
 
 // FaultEvent is one entry of a cell's fault timeline (seconds from T0).
