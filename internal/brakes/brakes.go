@@ -364,3 +364,11 @@ func OperandValues(cells []results.Cell) map[string]float64 {
 	}
 	return out
 }
+
+// perClaim is one write-accounting figure of a cell ("-" when it has none).
+func perClaim(c *results.Cell, key string) string {
+	if c.Stats.Writes == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", c.Stats.Writes.PerClaim[key])
+}
