@@ -2,8 +2,6 @@ package faults
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"sort"
 	"sync"
 	"time"
@@ -153,18 +151,4 @@ func (l *Timeline) Relative(t0 time.Time) []results.FaultEvent {
 		out = append(out, results.FaultEvent{T: e.at.Sub(t0).Seconds(), Fault: e.fault, Event: e.event, Detail: e.detail})
 	}
 	return out
-}
-
-func ptrOrNaN(p *float64) float64 {
-	if p == nil {
-		return math.NaN()
-	}
-	return *p
-}
-
-func fmtSecs(p *float64) string {
-	if p == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f s", *p)
 }

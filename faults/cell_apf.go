@@ -88,7 +88,7 @@ func (a *apfArmed) Stats(c *results.Cell, _ recorder.Snapshot) *results.FaultSta
 func (apfThrottleCell) Describe(fs *results.FaultStats) [][2]string {
 	return [][2]string{
 		{"priority level", fs.APFLevel},
-		{"APF wait p99 in that level", fmtSecs(fs.APFWaitP99S)},
+		{"APF wait p99 in that level", results.FormatSecs(fs.APFWaitP99S)},
 		{"requests rejected by that level", fmt.Sprintf("%.0f", fs.APFRejected)},
 	}
 }
@@ -97,13 +97,13 @@ func (apfThrottleCell) Metrics() []catalog.Metric {
 	return []catalog.Metric{
 		{Key: "fault.apf_wait_p99_s", Unit: "s", Value: func(c *results.Cell) float64 {
 			if c.Stats.Fault == nil {
-				return ptrOrNaN(nil)
+				return results.OrNaN(nil)
 			}
-			return ptrOrNaN(c.Stats.Fault.APFWaitP99S)
+			return results.OrNaN(c.Stats.Fault.APFWaitP99S)
 		}},
 		{Key: "fault.apf_rejected", Unit: "requests", Value: func(c *results.Cell) float64 {
 			if c.Stats.Fault == nil || c.Stats.Fault.APFLevel == "" {
-				return ptrOrNaN(nil)
+				return results.OrNaN(nil)
 			}
 			return c.Stats.Fault.APFRejected
 		}},

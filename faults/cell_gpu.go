@@ -104,7 +104,7 @@ func (gpuFaultCell) Describe(fs *results.FaultStats) [][2]string {
 	return [][2]string{
 		{"faulted nodes", fmt.Sprint(fs.Nodes)},
 		{"condition reason", fs.Condition},
-		{"fault to node unavailable", fmtSecs(fs.TimeToUnavailableS)},
+		{"fault to node unavailable", results.FormatSecs(fs.TimeToUnavailableS)},
 		{"warm sandboxes lost", fmt.Sprint(fs.SandboxesLost)},
 		{"refill create ceiling from the fault on (5 s)", fmt.Sprintf("%.1f/s", fs.RefillCreate5sAfter)},
 		{"GPU nodes unavailable at once (most)", fmt.Sprintf("%.0f%%", fs.UnavailableMaxFrac*100)},
@@ -118,7 +118,7 @@ func (gpuFaultCell) Metrics() []catalog.Metric {
 	gpu := func(f func(fs *results.FaultStats) float64) func(c *results.Cell) float64 {
 		return func(c *results.Cell) float64 {
 			if c.Stats.Fault == nil || len(c.Stats.Fault.Invariants) == 0 {
-				return ptrOrNaN(nil)
+				return results.OrNaN(nil)
 			}
 			return f(c.Stats.Fault)
 		}
@@ -136,7 +136,7 @@ func (gpuFaultCell) Metrics() []catalog.Metric {
 		{Key: "fault.unavailable_max_fraction", Unit: "ratio", Value: gpu(func(fs *results.FaultStats) float64 { return fs.UnavailableMaxFrac })},
 		{Key: "fault.nodes_deleted", Unit: "nodes", Value: gpu(func(fs *results.FaultStats) float64 { return float64(fs.NodesDeleted) })},
 		{Key: "fault.sandboxes_lost", Unit: "sandboxes", Value: gpu(func(fs *results.FaultStats) float64 { return float64(fs.SandboxesLost) })},
-		{Key: "fault.time_to_unavailable_s", Unit: "s", Value: gpu(func(fs *results.FaultStats) float64 { return ptrOrNaN(fs.TimeToUnavailableS) })},
+		{Key: "fault.time_to_unavailable_s", Unit: "s", Value: gpu(func(fs *results.FaultStats) float64 { return results.OrNaN(fs.TimeToUnavailableS) })},
 	}
 }
 

@@ -26,13 +26,6 @@ type AutoscaleStepRow struct {
 	Demand, Expected, Decision, DecisionAfter, Capacity, CapacityAfter, Peak, Warm, Cold string
 }
 
-func secsOrDash(p *float64) string {
-	if p == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f s", *p)
-}
-
 func autoscaleArms(r *results.Results) ([]AutoscaleArm, error) {
 	var out []AutoscaleArm
 	for i := range r.Cells {
@@ -76,7 +69,7 @@ func autoscaleArms(r *results.Results) ([]AutoscaleArm, error) {
 				exp = fmt.Sprint(s.Expected)
 			}
 			arm.Steps = append(arm.Steps, AutoscaleStepRow{Demand: fmt.Sprint(s.Demand), Expected: exp, Decision: fmt.Sprint(s.Decision),
-				DecisionAfter: secsOrDash(s.DecisionSeconds), Capacity: fmt.Sprint(s.Capacity), CapacityAfter: secsOrDash(s.CapacitySeconds),
+				DecisionAfter: results.FormatSecs(s.DecisionSeconds), Capacity: fmt.Sprint(s.Capacity), CapacityAfter: results.FormatSecs(s.CapacitySeconds),
 				Peak: fmt.Sprint(s.PeakSpec), Warm: fmt.Sprint(s.Warm), Cold: fmt.Sprint(s.Cold)})
 		}
 		if len(a.Samples) > 0 {

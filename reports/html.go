@@ -241,15 +241,10 @@ func noiseFloors(r *results.Results) []NoiseFloor {
 }
 
 var funcs = template.FuncMap{
-	"hasPrefix": strings.HasPrefix,
-	"join":      strings.Join,
-	"inc":       func(i int) int { return i + 1 },
-	"secs": func(p *float64) string {
-		if p == nil {
-			return "-"
-		}
-		return fmt.Sprintf("%.1f s", *p)
-	},
+	"hasPrefix":  strings.HasPrefix,
+	"join":       strings.Join,
+	"inc":        func(i int) int { return i + 1 },
+	"secs":       results.FormatSecs,
 	"num":        FormatNum,
 	"label":      verdictHeader,
 	"labOverRun": LabOverRunText,

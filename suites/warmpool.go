@@ -342,11 +342,7 @@ func newResults(ctx context.Context, env *Env, plan *Plan, suite string) *result
 		Schema: results.SchemaVersion, Suite: suite, RunID: env.RunID, StartedAt: time.Now().UTC(), Seed: plan.Seed,
 		Config: env.Config.Settings(), Versions: env.Versions, Machine: machine(), Baseline: plan.Baseline,
 	}
-	info := env.Cluster.Info()
-	md := provider.Describe(ctx, env.Clients.Typed)
-	res.Cluster = results.Cluster{Provider: info.Provider, Server: info.Server, Context: info.Context,
-		ServerVersion: md.KubernetesVersion, Nodes: md.Nodes, Distribution: md.Distribution, InstanceTypes: md.InstanceTypes,
-		Regions: md.Regions, Zones: md.Zones, ControlPlaneTier: md.ControlPlaneTier, RTTms: md.RTTms}
+	res.Cluster = provider.Describe(ctx, env.Clients.Typed, env.Cluster.Info())
 	return res
 }
 
@@ -408,18 +404,11 @@ func oneLine(c results.Cell) string {
 	}
 	s := c.Stats
 	line := fmt.Sprintf("p50 %.0fms p90 %.0fms p99 %.0fms | warm %d cold %d failed %d | refill create ceiling %.1f/s (5s) | refill %s",
-		s.Latency.All.P50, s.Latency.All.P90, s.Latency.All.P99, s.Warm, s.Cold, s.Failed, s.Ceilings.RefillCreate5s, fmtSecs(s.RefillSeconds))
+		s.Latency.All.P50, s.Latency.All.P90, s.Latency.All.P99, s.Warm, s.Cold, s.Failed, s.Ceilings.RefillCreate5s, results.FormatSecs(s.RefillSeconds))
 	if w := s.Writes; w != nil {
 		line += fmt.Sprintf(" | writes/claim %.2f, 409/claim %.2f", w.TotalPerClaim, w.ConflictsPerClaim)
 	}
 	return line
-}
-
-func fmtSecs(p *float64) string {
-	if p == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.1fs", *p)
 }
 
 func machine() results.Machine {

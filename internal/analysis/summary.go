@@ -52,13 +52,6 @@ func latencies(filter string) func(c *results.Cell) []float64 {
 	}
 }
 
-func ptr(p *float64) float64 {
-	if p == nil {
-		return math.NaN()
-	}
-	return *p
-}
-
 // MetricDefs are the summary rows of a warm-pool suite, in display order.
 var baseDefs = []metricDef{
 	{key: "claim.p50_ms", unit: "ms", pooled: latencies(""), p: 50},
@@ -79,8 +72,8 @@ var baseDefs = []metricDef{
 	{key: "ceiling.pod_schedule_5s", unit: "/s", rep: func(c *results.Cell) float64 { return c.Stats.Ceilings.PodSchedule5s }},
 	{key: "ceiling.pod_ready_5s", unit: "/s", rep: func(c *results.Cell) float64 { return c.Stats.Ceilings.PodReady5s }},
 	{key: "pool.fill_s", unit: "s", rep: func(c *results.Cell) float64 { return c.Fill.Seconds }},
-	{key: "pool.refill_start_s", unit: "s", rep: func(c *results.Cell) float64 { return ptr(c.Stats.RefillStartSeconds) }},
-	{key: "pool.refill_s", unit: "s", rep: func(c *results.Cell) float64 { return ptr(c.Stats.RefillSeconds) }},
+	{key: "pool.refill_start_s", unit: "s", rep: func(c *results.Cell) float64 { return results.OrNaN(c.Stats.RefillStartSeconds) }},
+	{key: "pool.refill_s", unit: "s", rep: func(c *results.Cell) float64 { return results.OrNaN(c.Stats.RefillSeconds) }},
 	{key: "loadgen.send_lag_p99_ms", unit: "ms", rep: func(c *results.Cell) float64 { return c.Stats.SendLagMS.P99 }},
 	{key: "controller.claim_startup_p50_ms", unit: "ms", rep: func(c *results.Cell) float64 {
 		if c.Stats.ControllerLatencyMS == nil {
@@ -98,14 +91,14 @@ var baseDefs = []metricDef{
 	{key: "podstart.run_p50_ms", unit: "ms", rep: podStart(func(p *results.PodStart) float64 { return p.Run.P50 })},
 	{key: "podstart.ready_p50_ms", unit: "ms", rep: podStart(func(p *results.PodStart) float64 { return p.Ready.P50 })},
 	{key: "podstart.total_p50_ms", unit: "ms", rep: podStart(func(p *results.PodStart) float64 { return p.CreateToReady.P50 })},
-	{key: "correctness.refill_creates_per_slot", unit: "ratio", rep: func(c *results.Cell) float64 { return ptr(c.Stats.Correctness.RefillCreatesPerSlot) }},
-	{key: "correctness.pod_creates_per_sandbox", unit: "ratio", rep: func(c *results.Cell) float64 { return ptr(c.Stats.Correctness.PodCreatesPerSandbox) }},
+	{key: "correctness.refill_creates_per_slot", unit: "ratio", rep: func(c *results.Cell) float64 { return results.OrNaN(c.Stats.Correctness.RefillCreatesPerSlot) }},
+	{key: "correctness.pod_creates_per_sandbox", unit: "ratio", rep: func(c *results.Cell) float64 { return results.OrNaN(c.Stats.Correctness.PodCreatesPerSandbox) }},
 	{key: "correctness.pool_excess_max", unit: "sandboxes", rep: func(c *results.Cell) float64 { return float64(c.Stats.Correctness.PoolExcessMax) }},
-	{key: "correctness.fill_creates_per_slot", unit: "ratio", rep: func(c *results.Cell) float64 { return ptr(c.Stats.Correctness.FillCreatesPerSlot) }},
-	{key: "correctness.fill_api_creates_per_slot", unit: "ratio", rep: func(c *results.Cell) float64 { return ptr(c.Stats.Correctness.FillAPICreatesPerSlot) }},
-	{key: "correctness.fill_api_deletes", unit: "requests", rep: func(c *results.Cell) float64 { return ptr(c.Stats.Correctness.FillAPIDeletes) }},
-	{key: "correctness.refill_api_creates_per_slot", unit: "ratio", rep: func(c *results.Cell) float64 { return ptr(c.Stats.Correctness.RefillAPICreatesPerSlot) }},
-	{key: "correctness.refill_api_deletes", unit: "requests", rep: func(c *results.Cell) float64 { return ptr(c.Stats.Correctness.RefillAPIDeletes) }},
+	{key: "correctness.fill_creates_per_slot", unit: "ratio", rep: func(c *results.Cell) float64 { return results.OrNaN(c.Stats.Correctness.FillCreatesPerSlot) }},
+	{key: "correctness.fill_api_creates_per_slot", unit: "ratio", rep: func(c *results.Cell) float64 { return results.OrNaN(c.Stats.Correctness.FillAPICreatesPerSlot) }},
+	{key: "correctness.fill_api_deletes", unit: "requests", rep: func(c *results.Cell) float64 { return results.OrNaN(c.Stats.Correctness.FillAPIDeletes) }},
+	{key: "correctness.refill_api_creates_per_slot", unit: "ratio", rep: func(c *results.Cell) float64 { return results.OrNaN(c.Stats.Correctness.RefillAPICreatesPerSlot) }},
+	{key: "correctness.refill_api_deletes", unit: "requests", rep: func(c *results.Cell) float64 { return results.OrNaN(c.Stats.Correctness.RefillAPIDeletes) }},
 	{key: "correctness.double_bound", unit: "sandboxes", rep: func(c *results.Cell) float64 { return float64(c.Stats.Correctness.DoubleBound) }},
 	{key: "correctness.orphans", unit: "sandboxes", rep: func(c *results.Cell) float64 { return float64(c.Stats.Correctness.Orphans) }},
 	{key: "cpu.kube-apiserver_s", unit: "s", rep: func(c *results.Cell) float64 { return cpu(c, "kube-apiserver") }},
@@ -115,7 +108,7 @@ var baseDefs = []metricDef{
 	{key: "cpu.agent-sandbox-controller_s", unit: "s", rep: func(c *results.Cell) float64 { return cpu(c, "agent-sandbox-controller") }},
 
 	{kind: "gang", key: "gang.quota_gpus", unit: "gpus", rep: func(c *results.Cell) float64 { return float64(c.Gang.QuotaGPUs) }},
-	{kind: "gang", key: "gang.admitted_s", unit: "s", rep: func(c *results.Cell) float64 { return ptr(c.Gang.AdmittedSeconds) }},
+	{kind: "gang", key: "gang.admitted_s", unit: "s", rep: func(c *results.Cell) float64 { return results.OrNaN(c.Gang.AdmittedSeconds) }},
 	{kind: "gang", key: "gang.resize_accepted", unit: "bool", rep: func(c *results.Cell) float64 {
 		return gangStep(c, "resize", func(s results.GangStep) float64 { return b2f(s.Accepted) })
 	}},
@@ -219,7 +212,7 @@ func stepLatency(c *results.Cell, up, decision bool) float64 {
 			if decision {
 				p = s.DecisionSeconds
 			}
-			return ptr(p)
+			return results.OrNaN(p)
 		}
 		prev = s.Demand
 	}

@@ -11,27 +11,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/results"
 )
 
-// Metadata says where a run happened, for results and vendor comparisons.
-type Metadata struct {
-	Distribution      string         `json:"distribution"` // kwok-lab, kind, EKS, GKE, AKS, other
-	KubernetesVersion string         `json:"kubernetesVersion"`
-	Nodes             int            `json:"nodes"`
-	InstanceTypes     map[string]int `json:"instanceTypes,omitempty"`
-	Regions           []string       `json:"regions,omitempty"`
-	Zones             []string       `json:"zones,omitempty"`
-	// ControlPlaneTier is what the provider exposes about the control plane's size; none of the
-	// detected distributions publishes it through the Kubernetes API, so it is "not exposed".
-	ControlPlaneTier string `json:"controlPlaneTier"`
-	// RTTms is the median round trip of a cheap GET (/version) from the harness: a remote client
-	// inflates every client-side latency by about this much.
-	RTTms float64 `json:"rttMs"`
-}
-
-// Detect classifies a cluster from its nodes and server version (a pure function).
-func Detect(nodes []corev1.Node, serverVersion string) Metadata {
-	m := Metadata{KubernetesVersion: serverVersion, Nodes: len(nodes), InstanceTypes: map[string]int{}, ControlPlaneTier: "not exposed"}
+// Detect classifies a cluster from its nodes and server version (a pure function): distribution
+// (kwok-lab, kind, EKS, GKE, AKS, other), instance types, regions and zones. ControlPlaneTier is
+// what the provider exposes about the control plane's size; none of the detected distributions
+// publishes it through the Kubernetes API, so it is "not exposed". Who the cluster is (provider,
+// server, context) and the round trip are left to Describe.
+func Detect(nodes []corev1.Node, serverVersion string) results.Cluster {
+	m := results.Cluster{ServerVersion: serverVersion, Nodes: len(nodes), InstanceTypes: map[string]int{}, ControlPlaneTier: "not exposed"}
 	regions, zones := map[string]bool{}, map[string]bool{}
 	votes := map[string]int{}
 	fake, labReal := 0, 0
@@ -100,8 +89,11 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-// Describe reads the cluster and measures the harness's round trip to it.
-func Describe(ctx context.Context, c kubernetes.Interface) Metadata {
+// Describe is where a run happens, for results and vendor comparisons: the connected cluster
+// (info), what Detect reads from its nodes and version, and the median round trip of a cheap GET
+// (/version) from the harness (a remote client inflates every client-side latency by about this
+// much).
+func Describe(ctx context.Context, c kubernetes.Interface, info Info) results.Cluster {
 	var nodes []corev1.Node
 	if list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
 		nodes = list.Items
@@ -111,6 +103,7 @@ func Describe(ctx context.Context, c kubernetes.Interface) Metadata {
 		version = v.GitVersion
 	}
 	m := Detect(nodes, version)
+	m.Provider, m.Server, m.Context = info.Provider, info.Server, info.Context
 	var rtts []float64
 	for i := 0; i < 7; i++ {
 		start := time.Now()

@@ -47,7 +47,7 @@ func TestDetect(t *testing.T) {
 	for _, c := range cases {
 		m := Detect(c.nodes, c.version)
 		if m.Distribution != c.dist || !reflect.DeepEqual(m.InstanceTypes, c.types) || !reflect.DeepEqual(m.Regions, c.regions) ||
-			m.Nodes != len(c.nodes) || m.KubernetesVersion != c.version || m.ControlPlaneTier != "not exposed" {
+			m.Nodes != len(c.nodes) || m.ServerVersion != c.version || m.ControlPlaneTier != "not exposed" {
 			t.Errorf("%s: %+v", c.name, m)
 		}
 	}
