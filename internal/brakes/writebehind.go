@@ -1,0 +1,56 @@
+package brakes
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/brakebench/brakebench/internal/config"
+	"github.com/brakebench/brakebench/internal/results"
+)
+
+// writeBehind is agent-sandbox's --sandbox-write-behind-window=D (v0.5.5, v1.0.1): the sandbox
+// controller coalesces its recoverable metadata-only writes (sandbox and pod PATCHes) within D.
+type writeBehind struct{}
+
+func init() { register(writeBehind{}) }
+
+func (writeBehind) Name() string { return "write-behind-window" }
+
+type writeBehindSettings struct {
+	Window time.Duration `mapstructure:"writeBehindWindow"`
+}
+
+func (writeBehind) Settings() any { return &writeBehindSettings{} }
+
+func (writeBehind) Setting(s config.Section) (string, string, error) {
+	const key = "brakes.writeBehindWindow"
+	var st writeBehindSettings
+	if err := s.Decode(&st); err != nil {
+		return "", key, err
+	}
+	if st.Window <= 0 || st.Window > time.Minute {
+		return "", key, fmt.Errorf("expected a positive duration up to 1m")
+	}
+	return st.Window.String(), key, nil
+}
+
+func (writeBehind) Flags(v string) []string { return []string{"--sandbox-write-behind-window=" + v} }
+
+// Evidence: none a cell can give alone. What the window coalesces are PATCHes the controller
+// would otherwise send, and a cell without the window is what they are counted against: compare
+// writes.sandboxes.patch_per_claim and writes.pods.patch_per_claim with the baseline cell.
+func (writeBehind) Evidence(c *results.Cell, v string) (bool, string, bool) {
+	return false, fmt.Sprintf("not judged in one cell: the PATCHes a %s window coalesces are counted against the baseline cell (sandbox PATCHes per claim here %s, pod PATCHes %s)",
+		v, perClaim(c, "sandboxes.patch"), perClaim(c, "pods.patch")), false
+}
+
+func (writeBehind) OperandKey() (string, string) { return "write_behind_window", "ms" }
+
+func (writeBehind) OperandValue(v string) float64 {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return math.NaN()
+	}
+	return float64(d) / float64(time.Millisecond)
+}
