@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/brakebench/brakebench/internal/analysis"
+	"github.com/brakebench/brakebench/internal/pipeline"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/reports"
 )
@@ -48,12 +49,8 @@ func (a *app) compareCmd() *cobra.Command {
 			for _, r := range regs {
 				fmt.Fprintln(a.stdout, "REGRESSION", r)
 			}
-			page, err := c.HTML()
+			path, err := pipeline.WriteComparison(c, dir)
 			if err != nil {
-				return err
-			}
-			path := filepath.Join(dir, "compare.html")
-			if err := os.WriteFile(path, page, 0o644); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "\ncompare: %s\n", path)
@@ -83,4 +80,11 @@ func sameRunTwice(args []string, runs []*results.Results) error {
 		}
 	}
 	return nil
+}
+
+// sameFile reports whether a and b are one file (links resolved).
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }

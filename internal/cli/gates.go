@@ -143,45 +143,7 @@ func summaryNames(r *results.Results) []string {
 	return out
 }
 
-// baselineVerdict is the built-in check against --baseline: no metric with a direction got
-// significantly worse in a cell both runs have (repetition-level inference, as compare).
-func baselineVerdict(base *results.Results, path string, res *results.Results) gates.Verdict {
-	v := gates.Verdict{Name: "no significant regression against the baseline", Expr: "baseline " + path, Passed: true}
-	runs := []*results.Results{base, res}
-	cmp := analysis.CompareRuns(runs, res.Seed)
-	regs := analysis.RunRegressions(cmp, analysis.CompareInvariants(runs, cmp))
-	switch {
-	case len(cmp) == 0:
-		v.Passed, v.Message = false, "the run shares no cell name with the baseline: nothing was compared"
-	case len(regs) > 0:
-		v.Passed, v.Message = false, strings.Join(regs, "; ")
-		v.Measured = float64(len(regs))
-	default:
-		v.Message = fmt.Sprintf("passed: %d shared cells, no invariant newly violated, no latency, failure or correctness metric significantly worse", len(cmp))
-	}
-	return v
-}
-
 // planSchema is what a run's gates may select: its cells and their axes.
 func planSchema(names []string, axes map[string]map[string]string, primary string) gates.Schema {
 	return gates.Schema{Cells: names, Axes: axes, Primary: primary, Brakes: brakes.Operands()}
-}
-
-// gateValues exposes a run's summary and brake settings to gate expressions.
-func gateValues(r *results.Results) gates.Values {
-	v := gates.Values{Brakes: map[string]float64{}, Axes: r.CellAxes}
-	for _, s := range r.Summary {
-		if s.NotApplicable == "" {
-			v.Cells = append(v.Cells, s.Name)
-		}
-	}
-	v.Metric = func(cell, key string) (float64, bool) {
-		m, ok := r.Find(cell, key)
-		if !ok {
-			return 0, false
-		}
-		return float64(m.Value), true
-	}
-	v.Brakes = brakes.OperandValues(r.Cells)
-	return v
 }

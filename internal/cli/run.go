@@ -16,12 +16,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/gates"
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/lab"
 	"github.com/brakebench/brakebench/internal/labbuild"
+	"github.com/brakebench/brakebench/internal/pipeline"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/provider/kindprovider"
 	"github.com/brakebench/brakebench/internal/provider/kubeconfigprovider"
@@ -29,7 +29,6 @@ import (
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 	"github.com/brakebench/brakebench/internal/undo"
-	"github.com/brakebench/brakebench/reports"
 	"github.com/brakebench/brakebench/suites"
 )
 
@@ -335,23 +334,7 @@ func (a *app) keepControllerLog(ctx context.Context, cluster provider.Cluster, d
 // report); the invariants' verdicts lead the comparison. It returns the invariants violated in B
 // that held in A.
 func (a *app) upgradeView(res *results.Results, up upgradeFlags, dir string) ([]string, error) {
-	runs := analysis.SplitByVersion(res, []string{up.from, up.to})
-	c, err := reports.NewComparison([]string{filepath.Join(up.from, "results.json"), filepath.Join(up.to, "results.json")}, runs)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(a.stdout, "\nbefore you upgrade: %s (A) -> %s (B)\n", up.from, up.to)
-	c.Text(a.stdout)
-	page, err := c.HTML()
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, "compare.html")
-	if err := os.WriteFile(path, page, 0o644); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(a.stdout, "\ncompare: %s\n", path)
-	return analysis.InvariantRegressions(c.Invariants), nil
+	return pipeline.UpgradeView(res, up.from, up.to, dir, a.stdout)
 }
 
 // journalDir is where runs journal their changes: <cache dir>/journal.
@@ -440,72 +423,19 @@ func (a *app) execute(ctx context.Context, cluster provider.Cluster, cfg *config
 	return s.Run(ctx, env, plan)
 }
 
-func sameFile(a, b string) bool {
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(fa, fb)
-}
-
-// finish evaluates the gates, writes results.json, report.html and junit.xml into dir, prints
-// the table and the verdicts, and turns failures into exit codes (1 run errors, 3 gates).
+// finish runs the post-run pipeline (gates, results.json, report.html, junit.xml, the table and
+// the verdicts, into dir) and turns failures into exit codes (1 run errors, 3 gates).
 func (a *app) finish(res *results.Results, gs []gates.Gate, gf *gateFlags, dir string) error {
-	vals := gateValues(res)
-	if b := gf.base; b != nil {
-		bv := gateValues(b)
-		vals.Baseline, vals.BaselineCells, vals.BaselineAxes = bv.Metric, bv.Cells, b.CellAxes
-	}
-	res.Gates = gates.Evaluate(gs, vals)
-	if !gf.none {
-		if v, ok := analysis.InvariantGate(res, nil); ok {
-			res.Gates = append(res.Gates, v)
-		}
-	}
-	if res.Drift == nil {
-		res.Drift = analysis.Drift(res.Cells)
-	}
-	if res.LabOverRun == nil {
-		res.LabOverRun = analysis.LabOverRun(res.Cells)
-	}
-	if b := gf.base; b != nil {
-		if c, err := reports.NewComparison([]string{gf.baseline, "this run"}, []*results.Results{b, res}); err == nil {
-			for _, w := range c.Warnings {
-				fmt.Fprintln(a.stderr, "baseline:", w)
-			}
-		}
-		res.Gates = append(res.Gates, baselineVerdict(b, gf.baseline, res))
-	}
-	// A re-rendered report never rewrites the results file it read: it writes results.json
-	// (with the re-evaluated gates) only into another directory.
-	path := filepath.Join(dir, "results.json")
-	if gf.input == "" || !sameFile(gf.input, path) {
-		var err error
-		if path, err = results.Write(dir, res); err != nil {
-			return fmt.Errorf("write results: %w", err)
-		}
-	}
-	html, junit, err := reports.WriteAll(dir, res, res.Gates)
+	out, err := pipeline.Finish(res, gs, pipeline.Options{Dir: dir, NoGates: gf.none, Baseline: gf.base,
+		BaselinePath: gf.baseline, Input: gf.input, Stdout: a.stdout, Stderr: a.stderr})
 	if err != nil {
-		return fmt.Errorf("render report: %w", err)
+		return err
 	}
-	fmt.Fprintln(a.stdout)
-	reports.Table(a.stdout, res)
-	incomplete := reports.IncompleteText(res) != ""
-	for _, v := range res.Gates {
-		mark := "PASS"
-		if incomplete {
-			mark = "held (on the cells that ran)"
-		}
-		if !v.Passed {
-			mark = "FAIL"
-		}
-		fmt.Fprintf(a.stdout, "gate %s  %s: %s\n", mark, v.Name, v.Message)
+	if len(out.CellErrors) > 0 {
+		return fmt.Errorf("%d cell(s) had errors: %s", len(out.CellErrors), strings.Join(out.CellErrors, "; "))
 	}
-	fmt.Fprintf(a.stdout, "\nreport:  %s\nresults: %s\njunit:   %s\n", html, path, junit)
-	if len(res.Errors) > 0 {
-		return fmt.Errorf("%d cell(s) had errors: %s", len(res.Errors), strings.Join(res.Errors, "; "))
-	}
-	if n := gates.Failed(res.Gates); n > 0 {
-		return &ExitError{Code: ExitGateFailed, Err: fmt.Errorf("%d of %d gates failed", n, len(res.Gates))}
+	if n := len(out.Failed); n > 0 {
+		return &ExitError{Code: ExitGateFailed, Err: fmt.Errorf("%d of %d gates failed", n, len(out.Gates))}
 	}
 	return nil
 }
