@@ -5,8 +5,12 @@ import (
 
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/results"
-	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 )
+
+// observabilityAnnotation is what the claim controller writes on each claim it first observes
+// (extensions/controllers ObservabilityAnnotation in v0.5.5 and v1.0.1). Named here, not
+// imported from internal/sut/agentsandbox: this package stays free of client-go.
+const observabilityAnnotation = "agents.x-k8s.io/controller-first-observed-at"
 
 // disableClaimObservability is agent-sandbox's --disable-claim-observability-annotations
 // (v0.5.5, v1.0.1): the claim controller no longer persists its first-observed annotation, one
@@ -32,6 +36,6 @@ func (disableClaimObservability) Evidence(c *results.Cell, _ string) (bool, stri
 	if c.Stats.ClaimAnnotations == nil {
 		return false, "no claim annotations recorded in this cell", false
 	}
-	n := c.Stats.ClaimAnnotations[agentsandbox.ObservabilityAnnotation]
-	return n == 0, fmt.Sprintf("%d of %d claims carry %s; claim PATCHes per claim %s", n, c.Stats.Total, agentsandbox.ObservabilityAnnotation, perClaim(c, "sandboxclaims.patch")), true
+	n := c.Stats.ClaimAnnotations[observabilityAnnotation]
+	return n == 0, fmt.Sprintf("%d of %d claims carry %s; claim PATCHes per claim %s", n, c.Stats.Total, observabilityAnnotation, perClaim(c, "sandboxclaims.patch")), true
 }

@@ -18,7 +18,7 @@ func TestDisableClaimObservability(t *testing.T) {
 	}{
 		{"nothing recorded", nil, false, false},
 		{"no claim annotated", map[string]int{agentsandbox.ClientRequestedAtAnnot: 10}, true, true},
-		{"claims annotated: the flag did not bind", map[string]int{agentsandbox.ClientRequestedAtAnnot: 10, agentsandbox.ObservabilityAnnotation: 10}, false, true},
+		{"claims annotated: the flag did not bind", map[string]int{agentsandbox.ClientRequestedAtAnnot: 10, observabilityAnnotation: 10}, false, true},
 	}
 	for _, tc := range tests {
 		c := &results.Cell{}

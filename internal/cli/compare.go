@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -72,7 +71,7 @@ func sameRunTwice(args []string, runs []*results.Results) error {
 	for j := range args {
 		for i := 0; i < j; i++ {
 			switch {
-			case sameFile(args[i], args[j]):
+			case pipeline.SameFile(args[i], args[j]):
 				return fmt.Errorf("%s is given twice, as argument %d and argument %d: compare needs different runs", args[j], i+1, j+1)
 			case runs[i].RunID != "" && runs[i].RunID == runs[j].RunID && runs[i].StartedAt.Equal(runs[j].StartedAt):
 				return fmt.Errorf("%s and %s hold the same run (id %s): compare needs different runs", args[i], args[j], runs[i].RunID)
@@ -82,9 +81,3 @@ func sameRunTwice(args []string, runs []*results.Results) error {
 	return nil
 }
 
-// sameFile reports whether a and b are one file (links resolved).
-func sameFile(a, b string) bool {
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(fa, fb)
-}

@@ -15,6 +15,7 @@ var Pure = []string{
 	"internal/flagset",
 	"internal/gates",
 	"internal/images",
+	"internal/pipeline",
 	"internal/reproduce",
 	"internal/results",
 	"internal/scrape",

@@ -83,7 +83,7 @@ func Finish(res *results.Results, gs []gates.Gate, opts Options) (Outcome, error
 	// A re-rendered report never rewrites the results file it read: it writes results.json
 	// (with the re-evaluated gates) only into another directory.
 	out.Results = filepath.Join(opts.Dir, "results.json")
-	if opts.Input == "" || !sameFile(opts.Input, out.Results) {
+	if opts.Input == "" || !SameFile(opts.Input, out.Results) {
 		var err error
 		if out.Results, err = results.Write(opts.Dir, res); err != nil {
 			return Outcome{}, fmt.Errorf("write results: %w", err)
@@ -183,7 +183,8 @@ func WriteComparison(c *reports.Comparison, dir string) (string, error) {
 	return path, nil
 }
 
-func sameFile(a, b string) bool {
+// SameFile reports whether a and b are one file (links resolved).
+func SameFile(a, b string) bool {
 	fa, errA := os.Stat(a)
 	fb, errB := os.Stat(b)
 	return errA == nil && errB == nil && os.SameFile(fa, fb)

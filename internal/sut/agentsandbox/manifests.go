@@ -39,10 +39,7 @@ const (
 	SandboxNameHashLabel   = "agents.x-k8s.io/sandbox-name-hash"
 	ClientRequestedAtAnnot = "agents.x-k8s.io/client-first-requested-at"
 	// AnnotationPrefix is the prefix of agent-sandbox's labels and annotations.
-	AnnotationPrefix = "agents.x-k8s.io/"
-	// ObservabilityAnnotation is what the claim controller writes on each claim it first observes
-	// (one PATCH per claim), unless --disable-claim-observability-annotations (v0.5.5, v1.0.1).
-	ObservabilityAnnotation = "agents.x-k8s.io/controller-first-observed-at"
+	AnnotationPrefix        = "agents.x-k8s.io/"
 	ControllerNamespace     = "agent-sandbox-system"
 	ControllerServiceAcount = "agent-sandbox-controller"
 )
