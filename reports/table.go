@@ -124,8 +124,10 @@ func Table(w io.Writer, r *results.Results) {
 	}
 	for _, c := range r.Cells {
 		if c.Stats.BrakeEvidence != "" {
-			verdict := "ENGAGED"
-			if c.Stats.BrakeEngaged != nil && !*c.Stats.BrakeEngaged {
+			verdict := "NOT JUDGED"
+			if e := c.Stats.BrakeEngaged; e != nil && *e {
+				verdict = "ENGAGED"
+			} else if e != nil {
 				verdict = "NOT ENGAGED"
 			}
 			fmt.Fprintf(w, "brake %-20s %-11s %s\n", c.ID, verdict, c.Stats.BrakeEvidence)

@@ -33,6 +33,8 @@ type cellInput struct {
 	// projection, when set, ended the wait for the refill (recorder.ProjectRefill): the cell is
 	// recorded as projected, never as refilled.
 	projection *recorder.Projection
+	// claimEvents are the Events about the cell's claims (nil: not counted).
+	claimEvents *int
 }
 
 func rel(t, t0 time.Time) *float64 {
@@ -180,7 +182,16 @@ func assemble(in cellInput) results.Cell {
 			st.ClaimAnnotations[k]++
 		}
 	}
+	st.ClaimEvents = in.claimEvents
 	st.Writes = analysis.WriteAccount(&c)
+	if st.Writes != nil {
+		for l, a := range st.Writes.APFWait { // the per-level p99 as results recorded it before
+			if st.APFWaitP99Seconds == nil {
+				st.APFWaitP99Seconds = map[string]float64{}
+			}
+			st.APFWaitP99Seconds[l] = a.P99MS / 1000
+		}
+	}
 	controllerStats(st, in.metrics)
 	c.Stats.CreatePasses = in.passes
 	brakeEvidence(&c)
@@ -295,23 +306,6 @@ func controllerStats(st *results.CellStats, m map[string]results.Scrape) {
 				st.CPUSeconds = map[string]float64{}
 			}
 			st.CPUSeconds[comp] = v
-		}
-	}
-	if api, ok := m["kube-apiserver"]; ok && api.Error == "" {
-		levels := map[string]bool{}
-		for _, s := range api.Series {
-			if s.Name == "apiserver_flowcontrol_request_wait_duration_seconds" {
-				levels[s.Labels["priority_level"]] = true
-			}
-		}
-		for l := range levels {
-			h := scrape.Merge(api.Series, "apiserver_flowcontrol_request_wait_duration_seconds", map[string]string{"priority_level": l})
-			if h.Count > 0 {
-				if st.APFWaitP99Seconds == nil {
-					st.APFWaitP99Seconds = map[string]float64{}
-				}
-				st.APFWaitP99Seconds[l] = scrape.HistogramQuantile(h, 0.99)
-			}
 		}
 	}
 }

@@ -463,12 +463,11 @@ func settleAndAssemble(ctx context.Context, env *Env, rec *recorder.Recorder, ce
 	cell = assemble(cellInput{
 		cell: cell, snap: snap, sent: fired, t0: t0, end: end, pool: PoolName, poolSize: wl.Pool,
 		claimTimeout: wl.ClaimTimeout, metrics: deltas(before, after), fillMetrics: deltas(fillScrape, before), passes: passes,
-		projection: rw.projection,
+		projection: rw.projection, claimEvents: events,
 	})
 	if ps := cell.Stats.PodStart; ps != nil {
 		ps.Placement = wl.Placement
 	}
-	cell.Stats.ClaimEvents = events
 	phase("assemble", step)
 	return cell, snap, rw
 }

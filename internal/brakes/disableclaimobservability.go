@@ -29,13 +29,16 @@ func (disableClaimObservability) Flags(string) []string {
 	return []string{"--disable-claim-observability-annotations"}
 }
 
-// Evidence: no claim of the cell carries the annotation (the recorder saw each claim's
-// agents.x-k8s.io/ annotations; the generator's own client-first-requested-at on every claim
-// shows that it did).
+// Evidence: none a cell can give alone. The flag skips the claim controller's dedicated PATCH
+// of its first-observed annotation, but the annotation still reaches the claim with the
+// controller's next write of the object (measured on the lab at v0.5.5: 10 of 10 claims carried
+// it with the flag on), so its absence cannot show the flag; what it saves is claim PATCHes per
+// claim against the baseline cell (the same run there: 2.4 without, 1.8 with).
 func (disableClaimObservability) Evidence(c *results.Cell, _ string) (bool, string, bool) {
-	if c.Stats.ClaimAnnotations == nil {
-		return false, "no claim annotations recorded in this cell", false
+	n := "-"
+	if c.Stats.ClaimAnnotations != nil {
+		n = fmt.Sprint(c.Stats.ClaimAnnotations[observabilityAnnotation])
 	}
-	n := c.Stats.ClaimAnnotations[observabilityAnnotation]
-	return n == 0, fmt.Sprintf("%d of %d claims carry %s; claim PATCHes per claim %s", n, c.Stats.Total, observabilityAnnotation, perClaim(c, "sandboxclaims.patch")), true
+	return false, fmt.Sprintf("not judged in one cell: the annotation still lands with the controller's next write (%s of %d claims carry it); compare claim PATCHes per claim, %s here, with the baseline",
+		n, c.Stats.Total, perClaim(c, "sandboxclaims.patch")), false
 }

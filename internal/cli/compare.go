@@ -80,4 +80,3 @@ func sameRunTwice(args []string, runs []*results.Results) error {
 	}
 	return nil
 }
-

@@ -144,7 +144,7 @@ func (l Loader) Load() (*Resolved, error) {
 		v.SetDefault(k, val)
 	}
 	// ... and the owners' defaults (configs/brakes/*.yaml)
-	od, err := ownedDefaults(s)
+	od, err := ownedDefaults()
 	if err != nil {
 		return nil, err
 	}

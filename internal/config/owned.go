@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"reflect"
@@ -86,31 +87,27 @@ func OwnerOf(key string) string {
 	return ""
 }
 
-// ownedDefaults reads configs/<section>/*.yaml for every section with owners: the owners'
-// defaults, as lower-cased dotted keys.
-func ownedDefaults(s map[string]leaf) (map[string]any, error) {
+// ownedDefaults reads each owner's defaults, configs/<section>/<owner>.yaml (none: an owner with
+// nothing to default), as lower-cased dotted keys. A file may set only its owner's keys; a file
+// of no registered owner is not read.
+func ownedDefaults() (map[string]any, error) {
 	owned.mu.RLock()
-	sections := map[string]bool{}
-	for _, o := range owned.owners {
-		sections[o.section] = true
-	}
+	owners := append([]owner(nil), owned.owners...)
 	owned.mu.RUnlock()
+	sort.Slice(owners, func(i, j int) bool { return owners[i].name < owners[j].name })
 	out := map[string]any{}
-	var names []string
-	for sec := range sections {
-		files, err := fs.Glob(configs.FS, sec+"/*.yaml")
-		if err != nil {
-			return nil, err
-		}
-		names = append(names, files...)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, o := range owners {
+		name := o.section + "/" + o.name + ".yaml"
 		raw, err := configs.FS.ReadFile(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
-		fl, err := parseFile("configs/"+name, raw, s)
+		mine := map[string]leaf{}
+		walkStruct(o.section, o.typ, mine)
+		fl, err := parseFile("configs/"+name, raw, mine)
 		if err != nil {
 			return nil, err
 		}
