@@ -25,15 +25,12 @@ type apiConnectionsSettings struct {
 func (apiConnections) Settings() any { return &apiConnectionsSettings{} }
 
 func (apiConnections) Setting(s config.Section) (string, string, error) {
-	const key = "brakes.apiConnections"
-	var st apiConnectionsSettings
-	if err := s.Decode(&st); err != nil {
-		return "", key, err
-	}
-	if st.N < 2 || st.N > 64 {
-		return "", key, fmt.Errorf("expected 2 to 64 connections (1 is the controller's default, no brake)")
-	}
-	return strconv.Itoa(st.N), key, nil
+	return setting(s, "brakes.apiConnections", func(st apiConnectionsSettings) (string, error) {
+		if st.N < 2 || st.N > 64 {
+			return "", fmt.Errorf("expected 2 to 64 connections (1 is the controller's default, no brake)")
+		}
+		return strconv.Itoa(st.N), nil
+	})
 }
 
 func (apiConnections) Flags(v string) []string { return []string{"--api-connections=" + v} }

@@ -372,3 +372,14 @@ func perClaim(c *results.Cell, key string) string {
 	}
 	return fmt.Sprintf("%.2f", c.Stats.Writes.PerClaim[key])
 }
+
+// setting decodes a brake's settings struct T from the brakes section and lets check validate
+// it and format the brake's value; errors name key.
+func setting[T any](s config.Section, key string, check func(st T) (string, error)) (string, string, error) {
+	var st T
+	if err := s.Decode(&st); err != nil {
+		return "", key, err
+	}
+	v, err := check(st)
+	return v, key, err
+}

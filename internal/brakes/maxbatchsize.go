@@ -27,15 +27,12 @@ type maxBatchSizeSettings struct {
 func (maxBatchSize) Settings() any { return &maxBatchSizeSettings{} }
 
 func (maxBatchSize) Setting(s config.Section) (string, string, error) {
-	const key = "brakes.maxBatchSize"
-	var st maxBatchSizeSettings
-	if err := s.Decode(&st); err != nil {
-		return "", key, err
-	}
-	if st.Size < 1 || st.Size > 100000 {
-		return "", key, fmt.Errorf("expected a batch size of 1 to 100000 sandboxes")
-	}
-	return strconv.Itoa(st.Size), key, nil
+	return setting(s, "brakes.maxBatchSize", func(st maxBatchSizeSettings) (string, error) {
+		if st.Size < 1 || st.Size > 100000 {
+			return "", fmt.Errorf("expected a batch size of 1 to 100000 sandboxes")
+		}
+		return strconv.Itoa(st.Size), nil
+	})
 }
 
 func (maxBatchSize) Flags(v string) []string {

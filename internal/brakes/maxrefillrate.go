@@ -32,15 +32,12 @@ type maxRefillRateSettings struct {
 func (maxRefillRate) Settings() any { return &maxRefillRateSettings{} }
 
 func (maxRefillRate) Setting(s config.Section) (string, string, error) {
-	const key = "brakes.maxRefillRate"
-	var st maxRefillRateSettings
-	if err := s.Decode(&st); err != nil {
-		return "", key, err
-	}
-	if !(st.Rate > 0) || st.Rate > 100000 {
-		return "", key, fmt.Errorf("expected a positive rate in sandboxes/s, at most 100000")
-	}
-	return strconv.FormatFloat(st.Rate, 'f', -1, 64), key, nil
+	return setting(s, "brakes.maxRefillRate", func(st maxRefillRateSettings) (string, error) {
+		if !(st.Rate > 0) || st.Rate > 100000 {
+			return "", fmt.Errorf("expected a positive rate in sandboxes/s, at most 100000")
+		}
+		return strconv.FormatFloat(st.Rate, 'f', -1, 64), nil
+	})
 }
 
 func (maxRefillRate) Flags(v string) []string {

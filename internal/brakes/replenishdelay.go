@@ -24,15 +24,12 @@ type replenishDelaySettings struct {
 func (replenishDelay) Settings() any { return &replenishDelaySettings{} }
 
 func (replenishDelay) Setting(s config.Section) (string, string, error) {
-	const key = "brakes.replenishDelay"
-	var st replenishDelaySettings
-	if err := s.Decode(&st); err != nil {
-		return "", key, err
-	}
-	if st.Delay <= 0 || st.Delay > 24*time.Hour {
-		return "", key, fmt.Errorf("expected a positive duration up to 24h")
-	}
-	return st.Delay.String(), key, nil
+	return setting(s, "brakes.replenishDelay", func(st replenishDelaySettings) (string, error) {
+		if st.Delay <= 0 || st.Delay > 24*time.Hour {
+			return "", fmt.Errorf("expected a positive duration up to 24h")
+		}
+		return st.Delay.String(), nil
+	})
 }
 
 func (replenishDelay) Flags(v string) []string {

@@ -24,15 +24,12 @@ type writeBehindSettings struct {
 func (writeBehind) Settings() any { return &writeBehindSettings{} }
 
 func (writeBehind) Setting(s config.Section) (string, string, error) {
-	const key = "brakes.writeBehindWindow"
-	var st writeBehindSettings
-	if err := s.Decode(&st); err != nil {
-		return "", key, err
-	}
-	if st.Window <= 0 || st.Window > time.Minute {
-		return "", key, fmt.Errorf("expected a positive duration up to 1m")
-	}
-	return st.Window.String(), key, nil
+	return setting(s, "brakes.writeBehindWindow", func(st writeBehindSettings) (string, error) {
+		if st.Window <= 0 || st.Window > time.Minute {
+			return "", fmt.Errorf("expected a positive duration up to 1m")
+		}
+		return st.Window.String(), nil
+	})
 }
 
 func (writeBehind) Flags(v string) []string { return []string{"--sandbox-write-behind-window=" + v} }
