@@ -406,13 +406,23 @@ func (s *Sequential) mde(base, treat []float64) float64 {
 
 // MDEPct is the smallest relative change (%) a two-sample comparison of na and nb repetitions
 // detects with 80% power at two-sided boundary c (1.96 for a single look at alpha 0.05), for
-// values whose logs spread with standard deviation sd between repetitions.
+// values whose logs spread with standard deviation sd between repetitions. The boundary and the
+// power quantile are Student's t with na+nb-2 degrees of freedom (the intervals' own
+// distribution): at 3 a side the normal quantiles would state a third smaller an MDE than the
+// test can see.
 func MDEPct(sd float64, na, nb int, c float64) float64 {
 	if na < 2 || nb < 2 || math.IsNaN(sd) {
 		return math.NaN()
 	}
 	se := sd * math.Sqrt(1/float64(na)+1/float64(nb))
-	return (math.Exp((c+normalQuantile(0.8))*se) - 1) * 100
+	return (math.Exp(tPower(c, float64(na+nb-2))*se) - 1) * 100
+}
+
+// tPower is (boundary + 80% power quantile) on Student's t with df degrees of freedom, for a
+// boundary c given on the normal scale (the same tail probability).
+func tPower(c, df float64) float64 {
+	td := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}
+	return td.Quantile(normalCDF(c)) + td.Quantile(0.8)
 }
 
 // MDERel is MDEPct for a metric compared on its raw per-repetition values (ceilings, counts):
@@ -431,7 +441,7 @@ func MDERel(base, treat []float64, alpha float64) float64 {
 		return math.NaN()
 	}
 	se := math.Sqrt(va/float64(len(base)) + vb/float64(len(treat)))
-	return (normalQuantile(1-alpha/2) + normalQuantile(0.8)) * se / math.Abs(m) * 100
+	return tPower(normalQuantile(1-alpha/2), float64(len(base)+len(treat)-2)) * se / math.Abs(m) * 100
 }
 
 func finite(xs []float64) []float64 {

@@ -210,14 +210,19 @@ func TestSequentialCompare(t *testing.T) {
 }
 
 func TestMDE(t *testing.T) {
-	// 10 a side, sd 0.12: (1.96+0.84)*0.12*sqrt(0.2) = 0.150 -> +16.2%
-	if got := MDEPct(0.12, 10, 10, 1.96); math.Abs(got-16.2) > 0.3 {
-		t.Errorf("MDEPct = %.2f, want ~16.2", got)
+	// 10 a side, sd 0.12, t with 18 df: (2.101+0.862)*0.12*sqrt(0.2) = 0.159 -> +17.2% (the
+	// normal quantiles' 16.2% understated it).
+	if got := MDEPct(0.12, 10, 10, 1.96); math.Abs(got-17.2) > 0.3 {
+		t.Errorf("MDEPct = %.2f, want ~17.2", got)
+	}
+	// 3 a side: t with 4 df, (2.776+0.941)*0.12*sqrt(2/3) = 0.364 -> +43.9%, not the normal 31.6%.
+	if got := MDEPct(0.12, 3, 3, 1.96); math.Abs(got-43.9) > 0.5 {
+		t.Errorf("MDEPct at 3 a side = %.2f, want ~43.9", got)
 	}
 	if got := MDEPct(0.12, 1, 10, 1.96); !math.IsNaN(got) {
 		t.Errorf("MDEPct with one repetition = %v, want NaN", got)
 	}
-	if got := MDERel([]float64{10, 12, 11}, []float64{10, 12, 11}, 0.05); math.Abs(got-(1.96+0.8416)*math.Sqrt(2.0/3)/11*100) > 0.5 {
+	if got := MDERel([]float64{10, 12, 11}, []float64{10, 12, 11}, 0.05); math.Abs(got-(2.776+0.941)*math.Sqrt(2.0/3)/11*100) > 0.5 {
 		t.Errorf("MDERel = %.2f", got)
 	}
 	if got := MDERel([]float64{0, 0, 0}, []float64{1, 2, 3}, 0.05); !math.IsNaN(got) {
