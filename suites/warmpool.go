@@ -17,6 +17,7 @@ import (
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 	"github.com/brakebench/brakebench/internal/undo"
 	"github.com/brakebench/brakebench/loadgen"
 )
@@ -287,7 +288,7 @@ func argsNotApplicable(version string, extra, base []string, pc PlanContext) (st
 			if !strings.HasPrefix(a, "-") {
 				continue
 			}
-			flag := strings.TrimLeft(strings.SplitN(a, "=", 2)[0], "-")
+			flag := agentsandbox.FlagName(a)
 			ok, err := pc.Supports(version, flag)
 			if err != nil {
 				return "", err

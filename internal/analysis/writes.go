@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,7 +52,7 @@ func WriteAccount(c *results.Cell) *results.Writes {
 		if s.Name != "apiserver_request_total" {
 			continue
 		}
-		if isWrite(s.Labels["verb"]) {
+		if slices.Contains(WriteVerbs, s.Labels["verb"]) {
 			total += s.Value
 		}
 		if s.Labels["code"] == "409" {
@@ -92,15 +93,6 @@ func writeKey(res, sub, verb string) string {
 		res += "/" + sub
 	}
 	return res + "." + strings.ToLower(verb)
-}
-
-func isWrite(verb string) bool {
-	for _, v := range WriteVerbs {
-		if v == verb {
-			return true
-		}
-	}
-	return false
 }
 
 // allReady is when the last claim of the burst became Ready (seconds from T0); nil when one

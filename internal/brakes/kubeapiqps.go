@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/results"
@@ -46,12 +47,8 @@ func (kubeAPIQPS) Flags(v string) []string {
 }
 
 func splitQPS(v string) (qps, burst string) {
-	for i := range v {
-		if v[i] == '/' {
-			return v[:i], v[i+1:]
-		}
-	}
-	return v, ""
+	qps, burst, _ = strings.Cut(v, "/")
+	return qps, burst
 }
 
 // Evidence: none a cell can give alone. The limiter's own wait is client-go's

@@ -73,20 +73,6 @@ func ownedLeaves(s map[string]leaf) {
 	}
 }
 
-// OwnerOf names the owner of a declared key ("" when none).
-func OwnerOf(key string) string {
-	owned.mu.RLock()
-	defer owned.mu.RUnlock()
-	for _, o := range owned.owners {
-		m := map[string]leaf{}
-		walkStruct(o.section, o.typ, m)
-		if _, ok := m[strings.ToLower(key)]; ok {
-			return o.name
-		}
-	}
-	return ""
-}
-
 // ownedDefaults reads each owner's defaults, configs/<section>/<owner>.yaml (none: an owner with
 // nothing to default), as lower-cased dotted keys. A file may set only its owner's keys; a file
 // of no registered owner is not read.
