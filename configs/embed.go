@@ -4,8 +4,8 @@ package configs
 
 import "embed"
 
-// FS holds versions.yaml, published.yaml, suites/*.yaml, gates/*.yaml and brakes/*.yaml (each
-// brake type's defaults).
+// FS holds versions.yaml, published.yaml, suites/*.yaml, gates/*.yaml, brakes/*.yaml (each
+// brake type's defaults) and faults/*.yaml (each fault type's defaults).
 //
-//go:embed versions.yaml published.yaml suites/*.yaml gates/*.yaml brakes/*.yaml
+//go:embed versions.yaml published.yaml suites/*.yaml gates/*.yaml brakes/*.yaml faults/*.yaml
 var FS embed.FS

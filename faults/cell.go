@@ -51,6 +51,15 @@ type Prechecker interface {
 	Precheck(cfg *config.Resolved) error
 }
 
+// Owner is a fault type with settings of its own: Settings names the owner of its keys and the
+// struct they decode into (mapstructure tags naming keys under faults.). The loader learns them
+// once per owner (fault types that share keys, like the control-plane ones, name one owner), and
+// the owner's defaults are configs/faults/<owner>.yaml. A fault type decodes and checks its
+// settings itself (settingsOf), in its Precheck: at plan time, before any cluster is touched.
+type Owner interface {
+	Settings() (owner string, settings any)
+}
+
 // Describer is a fault type whose statistics read as labelled rows (report and terminal).
 type Describer interface {
 	Describe(fs *results.FaultStats) [][2]string
@@ -90,11 +99,20 @@ type Cell struct {
 
 var cellFaults = map[string]CellFault{}
 
+// owners are the owners of fault settings declared to the config loader.
+var owners = map[string]bool{}
+
 func registerCell(f CellFault) {
 	if _, dup := cellFaults[f.Name()]; dup {
 		panic("faults: " + f.Name() + " registered twice")
 	}
 	cellFaults[f.Name()] = f
+	if o, ok := f.(Owner); ok {
+		if name, st := o.Settings(); !owners[name] {
+			owners[name] = true
+			config.Own("faults", name, st)
+		}
+	}
 	cf := catalog.Fault{Name: f.Name()}
 	if m, ok := f.(Metricer); ok {
 		cf.Metrics = m.Metrics()

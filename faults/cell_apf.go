@@ -21,18 +21,48 @@ func init() { registerCell(apfThrottleCell{}) }
 
 func (apfThrottleCell) Name() string { return "apf-throttle" }
 
+// apfSettings are the keys faults.apf.*; their defaults are configs/faults/apf-throttle.yaml.
+type apfSettings struct {
+	APF struct {
+		Target      string `mapstructure:"target"` // controller | loadgen
+		Shares      int    `mapstructure:"shares"` // nominalConcurrencyShares
+		Queues      int    `mapstructure:"queues"`
+		QueueLength int    `mapstructure:"queueLength"`
+	} `mapstructure:"apf"`
+}
+
+func (apfThrottleCell) Settings() (string, any) { return "apf-throttle", &apfSettings{} }
+
+func (st apfSettings) checks() []check {
+	a := st.APF
+	return []check{
+		{bad: !oneOf(a.Target, "controller", "loadgen"), key: "faults.apf.target", want: "controller or loadgen", got: a.Target},
+		{bad: outside(a.Shares, 0, maxObjects), key: "faults.apf.shares", want: "0 to 10000", got: a.Shares},
+		{bad: outside(a.Queues, 1, maxObjects), key: "faults.apf.queues", want: "1 to 10000", got: a.Queues},
+		{bad: outside(a.QueueLength, 1, maxObjects), key: "faults.apf.queueLength", want: "1 to 10000", got: a.QueueLength},
+	}
+}
+
 func (apfThrottleCell) Change(cfg *config.Resolved) string {
-	a := cfg.Faults.APF
+	st, err := settingsOf[apfSettings](cfg)
+	if err != nil {
+		return "apf-throttle cells: " + err.Error()
+	}
+	a := st.APF
 	return fmt.Sprintf("apf-throttle cells: a PriorityLevelConfiguration (%d shares, %d queue(s) of %d) and a FlowSchema matching the %s's ServiceAccount, created before the burst and deleted after the cell",
 		a.Shares, a.Queues, a.QueueLength, a.Target)
 }
 
 func (apfThrottleCell) NotApplicable(*config.Resolved) string { return "" }
 
-// Precheck: the admin identity is exempt from APF, so throttling the load generator needs its
-// own ServiceAccount.
+// Precheck: the settings, and the admin identity is exempt from APF, so throttling the load
+// generator needs its own ServiceAccount.
 func (apfThrottleCell) Precheck(cfg *config.Resolved) error {
-	if cfg.Faults.APF.Target == "loadgen" && cfg.Loadgen.Identity != "serviceaccount" {
+	st, err := settingsOf[apfSettings](cfg)
+	if err != nil {
+		return err
+	}
+	if st.APF.Target == "loadgen" && cfg.Loadgen.Identity != "serviceaccount" {
 		return &config.Error{Source: cfg.Source("faults.apf.target"), Key: "faults.apf.target",
 			Msg: "expected controller, or loadgen with loadgen.identity=serviceaccount (the admin identity is exempt from APF)"}
 	}
@@ -40,7 +70,11 @@ func (apfThrottleCell) Precheck(cfg *config.Resolved) error {
 }
 
 func (apfThrottleCell) Arm(ctx context.Context, c *Cell) (Armed, error) {
-	a := c.Config.Faults.APF
+	st, err := settingsOf[apfSettings](c.Config)
+	if err != nil {
+		return nil, err
+	}
+	a := st.APF
 	f := &APFThrottle{Client: c.Clients.Typed, Journal: c.Journal, Labels: c.Labels,
 		ObjectName: fmt.Sprintf("brakebench-throttle-%s-%02d", c.RunID, c.Index), Shares: int32(a.Shares), Queues: int32(a.Queues),
 		QueueLength: int32(a.QueueLength), Precedence: 500}

@@ -31,16 +31,53 @@ func init() { registerCell(gpuFaultCell{}) }
 
 func (gpuFaultCell) Name() string { return "gpu" }
 
+// gpuSettings are the keys faults.gpu.*; their defaults are configs/faults/gpu.yaml.
+type gpuSettings struct {
+	GPU gpuKeys `mapstructure:"gpu"`
+}
+
+type gpuKeys struct {
+	Nodes    int           `mapstructure:"nodes"`    // how many GPU nodes to fault
+	Kind     string        `mapstructure:"kind"`     // xid | ecc | nvlink | device-count
+	XID      int           `mapstructure:"xid"`      // with kind xid
+	Escalate string        `mapstructure:"escalate"` // none | taint | notready
+	ArmAfter time.Duration `mapstructure:"armAfter"` // after the burst starts
+	// Repair-safety invariants evaluated from what the cluster did.
+	MaxUnavailableFraction float64 `mapstructure:"maxUnavailableFraction"`
+}
+
+func (gpuFaultCell) Settings() (string, any) { return "gpu", &gpuSettings{} }
+
+func (st gpuSettings) checks() []check {
+	g := st.GPU
+	return []check{
+		{bad: outside(g.Nodes, 1, maxObjects), key: "faults.gpu.nodes", want: "1 to 10000", got: g.Nodes},
+		{bad: !oneOf(g.Kind, "xid", "ecc", "nvlink", "device-count"), key: "faults.gpu.kind", want: "one of xid, ecc, nvlink, device-count", got: g.Kind},
+		{bad: g.Kind == "xid" && g.XID < 1, key: "faults.gpu.xid", want: "an XID code like 79", got: g.XID, also: []string{"faults.gpu.kind"}},
+		{bad: !oneOf(g.Escalate, "none", "taint", "notready"), key: "faults.gpu.escalate", want: "one of none, taint, notready", got: g.Escalate},
+		{bad: outside(g.ArmAfter, 0, maxDuration), key: "faults.gpu.armAfter", want: "a duration from 0s to 24h", got: g.ArmAfter},
+		{bad: g.MaxUnavailableFraction < 0 || g.MaxUnavailableFraction > 1, key: "faults.gpu.maxUnavailableFraction", want: "a fraction between 0 and 1", got: g.MaxUnavailableFraction},
+	}
+}
+
 func (gpuFaultCell) Change(cfg *config.Resolved) string {
-	g := cfg.Faults.GPU
+	st, err := settingsOf[gpuSettings](cfg)
+	if err != nil {
+		return "gpu cells: " + err.Error()
+	}
+	g := st.GPU
 	return fmt.Sprintf("gpu cells: %d GPU node(s) get AcceleratedHardwareReady=False (%s) %s after the burst starts, escalation %s; every node is restored exactly after the cell",
 		g.Nodes, g.Kind, g.ArmAfter, g.Escalate)
 }
 
 func (gpuFaultCell) NotApplicable(*config.Resolved) string { return "" }
 
-// Precheck: on the lab the GPU capacity is configuration, so a lab without GPUs is bad input.
+// Precheck: the settings, and on the lab the GPU capacity is configuration, so a lab without
+// GPUs is bad input.
 func (gpuFaultCell) Precheck(cfg *config.Resolved) error {
+	if _, err := settingsOf[gpuSettings](cfg); err != nil {
+		return err
+	}
 	if cfg.Cluster.Provider == "lab" && cfg.Lab.Nodes.GPUs < 1 {
 		return &config.Error{Source: cfg.Source("lab.nodes.gpus"), Key: "lab.nodes.gpus",
 			Msg: "expected GPU capacity on the lab's nodes (e.g. --set lab.nodes.gpus=8; a running lab must be brought down first) because matrix.faults has gpu"}
@@ -73,16 +110,20 @@ func (gpuFaultCell) Prepare(ctx context.Context, r *Run) error {
 }
 
 func (gpuFaultCell) Arm(ctx context.Context, c *Cell) (Armed, error) {
+	st, err := settingsOf[gpuSettings](c.Config)
+	if err != nil {
+		return nil, err
+	}
 	w, err := watchNodes(ctx, c.Clients)
 	if err != nil {
 		return nil, err
 	}
 	c.Reverts.Push("gpu node watch", func(context.Context) error { w.close(); return nil })
-	return &gpuCell{c: c, watch: w}, nil
+	return &gpuCell{c: c, cfg: st.GPU, watch: w}, nil
 }
 
 func (g *gpuCell) Fired(ctx context.Context, t0 time.Time) {
-	g.armAt(ctx, t0.Add(g.c.Config.Faults.GPU.ArmAfter))
+	g.armAt(ctx, t0.Add(g.cfg.ArmAfter))
 }
 
 func (g *gpuCell) Settle(ctx context.Context, timeout time.Duration) error {
@@ -238,6 +279,7 @@ func pickGPUNodes(gpuNodes []string, snap recorder.Snapshot, n int) []string {
 // gpuCell arms the GPU fault at T0+armAfter (claims are then in flight) and reports what it did.
 type gpuCell struct {
 	c     *Cell
+	cfg   gpuKeys // the cell's settings, decoded when it was armed
 	watch *nodeWatch
 
 	mu     sync.Mutex
@@ -258,7 +300,7 @@ func (g *gpuCell) armAt(ctx context.Context, at time.Time) {
 			return
 		case <-time.After(time.Until(at)):
 		}
-		cfg := g.c.Config.Faults.GPU
+		cfg := g.cfg
 		gpuNodes := g.watch.gpuNodeNames()
 		if len(gpuNodes) == 0 {
 			g.fail(fmt.Errorf("no GPU nodes (nvidia.com/gpu capacity) in the cluster: on the lab set lab.nodes.gpus"))
@@ -316,7 +358,7 @@ func (g *gpuCell) wait(ctx context.Context, timeout time.Duration) error {
 	g.mu.Lock()
 	err, nodes := g.err, g.nodes
 	g.mu.Unlock()
-	if err != nil || g.c.Config.Faults.GPU.Escalate == "none" {
+	if err != nil || g.cfg.Escalate == "none" {
 		return err
 	}
 	deadline := time.Now().Add(timeout)
@@ -332,7 +374,7 @@ func (g *gpuCell) wait(ctx context.Context, timeout time.Duration) error {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	if g.c.Config.Faults.GPU.Escalate != "taint" {
+	if g.cfg.Escalate != "taint" {
 		return nil
 	}
 	// Taint eviction: wait until the pods on the faulted nodes are being deleted.
@@ -389,7 +431,7 @@ func (g *gpuCell) stats(c *results.Cell, snap recorder.Snapshot) *results.FaultS
 	g.watch.mu.Lock()
 	fs.UnavailableMaxFrac, fs.NodesDeleted = g.watch.maxFrac, g.watch.deleted
 	g.watch.mu.Unlock()
-	limit := g.c.Config.Faults.GPU.MaxUnavailableFraction
+	limit := g.cfg.MaxUnavailableFraction
 	fs.Invariants = []results.Invariant{
 		{Name: fmt.Sprintf("at most %.0f%% of GPU nodes unavailable at once", limit*100), Held: fs.UnavailableMaxFrac <= limit+1e-9,
 			Detail: fmt.Sprintf("most unavailable at once: %.0f%%", fs.UnavailableMaxFrac*100)},

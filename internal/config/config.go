@@ -21,14 +21,15 @@ type Config struct {
 	Matrix     Matrix     `mapstructure:"matrix"`
 	// Brakes are the brake types' settings: each declares its keys (config.Own) and defaults
 	// (configs/brakes/<brake>.yaml) and decodes them itself (internal/brakes).
-	Brakes    Section   `mapstructure:"brakes"`
-	Faults    Faults    `mapstructure:"faults"`
+	Brakes Section `mapstructure:"brakes"`
+	// Faults are the fault types' settings (matrix.faults cells): each declares its keys
+	// (config.Own) and defaults (configs/faults/<owner>.yaml) and decodes them itself (faults).
+	Faults    Section   `mapstructure:"faults"`
 	GangQuota GangQuota `mapstructure:"gangQuota"`
 	Autoscale Autoscale `mapstructure:"poolAutoscaling"`
 	Out       string    `mapstructure:"out"`
 }
 
-// Faults configure the fault cells (matrix.faults).
 // GangQuota is the gang-quota suite's experiment: a Kueue-managed LeaderWorkerSet admitted
 // under a GPU quota, then resized.
 type GangQuota struct {
@@ -77,40 +78,6 @@ type Autoscale struct {
 	// SettleTimeout bounds the wait for the pool to settle between arms and for the HPA to read
 	// its first metric.
 	SettleTimeout time.Duration `mapstructure:"settleTimeout"`
-}
-
-type Faults struct {
-	APF          APFFault          `mapstructure:"apf"`
-	GPU          GPUFault          `mapstructure:"gpu"`
-	ControlPlane ControlPlaneFault `mapstructure:"controlPlane"`
-}
-
-// ControlPlaneFault restarts a lab control-plane component with other limits for a cell
-// (scheduler-qps, apiserver-inflight cells).
-type ControlPlaneFault struct {
-	SchedulerQPS                int `mapstructure:"schedulerQPS"`
-	SchedulerBurst              int `mapstructure:"schedulerBurst"`
-	MaxRequestsInflight         int `mapstructure:"maxRequestsInflight"`
-	MaxMutatingRequestsInflight int `mapstructure:"maxMutatingRequestsInflight"`
-}
-
-// APFFault squeezes one identity into a tiny APF priority level.
-type APFFault struct {
-	Target      string `mapstructure:"target"` // controller | loadgen
-	Shares      int    `mapstructure:"shares"` // nominalConcurrencyShares
-	Queues      int    `mapstructure:"queues"`
-	QueueLength int    `mapstructure:"queueLength"`
-}
-
-// GPUFault simulates GPU failures on some GPU nodes during the burst.
-type GPUFault struct {
-	Nodes    int           `mapstructure:"nodes"`    // how many GPU nodes to fault
-	Kind     string        `mapstructure:"kind"`     // xid | ecc | nvlink | device-count
-	XID      int           `mapstructure:"xid"`      // with kind xid
-	Escalate string        `mapstructure:"escalate"` // none | taint | notready
-	ArmAfter time.Duration `mapstructure:"armAfter"` // after the burst starts
-	// Repair-safety invariants evaluated from what the cluster did.
-	MaxUnavailableFraction float64 `mapstructure:"maxUnavailableFraction"`
 }
 
 // Cluster selects the cluster provider.
@@ -304,11 +271,6 @@ func Default() Config {
 		Loadgen: Loadgen{Connections: 1, Identity: "exempt", MaxInFlight: 1000, Runner: "local", RunnerStartup: 20 * time.Second},
 		Matrix: Matrix{Brakes: []string{"none"}, Repetitions: 1, ControllerArgs: []string{}, Faults: []string{"none"},
 			Sequential: true, MinRepetitions: 3, Equivalence: 15, Spending: "pocock", StopOn: []string{"claim.p99_ms"}},
-		Faults: Faults{
-			APF:          APFFault{Target: "controller", Shares: 1, Queues: 1, QueueLength: 16},
-			GPU:          GPUFault{Nodes: 1, Kind: "xid", XID: 79, Escalate: "taint", ArmAfter: time.Second, MaxUnavailableFraction: 0.2},
-			ControlPlane: ControlPlaneFault{SchedulerQPS: 200, SchedulerBurst: 400, MaxRequestsInflight: 100, MaxMutatingRequestsInflight: 50},
-		},
 		Autoscale: Autoscale{Arms: []string{"keda", "control"}, Profiles: []string{"0-3-0"}, StepDuration: 45 * time.Second, MinReplicas: 1,
 			MetricType: "AverageValue", TargetValue: 1, PollingInterval: 5 * time.Second, SettleTimeout: 2 * time.Minute, ScaleUpPeriod: 15 * time.Second},
 		GangQuota: GangQuota{GPUQuota: 4, CPUQuota: "64", MemoryQuota: "256Gi", GPUsPerPod: 1, Size: 2, ResizeTo: 8, Replicas: 1, ScaleReplicasTo: 3,

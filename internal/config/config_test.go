@@ -11,9 +11,37 @@ import (
 	"github.com/brakebench/brakebench/configs"
 )
 
-// The brake types declare their keys from internal/brakes, which imports this package: these
-// tests declare the same keys (and configs/brakes/*.yaml gives their defaults) as the brakes do.
+// The brake and fault types declare their keys from internal/brakes and faults, which import this
+// package: these tests declare the same keys (and configs/brakes/*.yaml, configs/faults/*.yaml
+// give their defaults) as the brakes and faults do. The faults' own checks are tested in package
+// faults (faults/settings_test.go), the shipped suites with them in package suites.
 func init() {
+	Own("faults", "apf-throttle", struct {
+		APF struct {
+			Target      string `mapstructure:"target"`
+			Shares      int    `mapstructure:"shares"`
+			Queues      int    `mapstructure:"queues"`
+			QueueLength int    `mapstructure:"queueLength"`
+		} `mapstructure:"apf"`
+	}{})
+	Own("faults", "gpu", struct {
+		GPU struct {
+			Nodes                  int           `mapstructure:"nodes"`
+			Kind                   string        `mapstructure:"kind"`
+			XID                    int           `mapstructure:"xid"`
+			Escalate               string        `mapstructure:"escalate"`
+			ArmAfter               time.Duration `mapstructure:"armAfter"`
+			MaxUnavailableFraction float64       `mapstructure:"maxUnavailableFraction"`
+		} `mapstructure:"gpu"`
+	}{})
+	Own("faults", "control-plane", struct {
+		ControlPlane struct {
+			SchedulerQPS                int `mapstructure:"schedulerQPS"`
+			SchedulerBurst              int `mapstructure:"schedulerBurst"`
+			MaxRequestsInflight         int `mapstructure:"maxRequestsInflight"`
+			MaxMutatingRequestsInflight int `mapstructure:"maxMutatingRequestsInflight"`
+		} `mapstructure:"controlPlane"`
+	}{})
 	Own("brakes", "replenish-delay", struct {
 		D time.Duration `mapstructure:"replenishDelay"`
 	}{})

@@ -15,8 +15,8 @@ import (
 	"github.com/brakebench/brakebench/configs"
 )
 
-// Owned keys: a brake type (and, in time, a fault type) declares the keys it reads under its
-// section ("brakes") as a struct with mapstructure tags, from its own file (init), and ships its
+// Owned keys: a brake type or a fault type declares the keys it reads under its section
+// ("brakes", "faults") as a struct with mapstructure tags, from its own file (init), and ships its
 // defaults as configs/<section>/<owner>.yaml. Load checks their values, names where each came
 // from, and accepts them from files, the environment and --set like any built-in key; the
 // owner decodes its struct from the section once (Decode) and validates what it needs. Neither

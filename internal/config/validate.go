@@ -43,6 +43,14 @@ func (r *Resolved) failWith(key string, also []string, format string, args ...an
 	return &Error{Source: r.Source(by), Key: key, Msg: msg}
 }
 
+// Fail is what an owner of a section (a brake or fault type, which validates its own keys) reports
+// for a value of key it refuses: a configuration error as Load's own checks make it, labelled with
+// where the last-layered of key and the keys in also (those that decide whether the check applies)
+// came from, naming that key when it is not key itself.
+func (r *Resolved) Fail(key string, also []string, format string, args ...any) error {
+	return r.failWith(key, also, format, args...)
+}
+
 // Upper bounds of counts, rates and durations: generous (the shipped suites use a few percent of
 // them), they catch a typo's extra zeros before a run tries to create a million objects or wait
 // for a week.
@@ -138,20 +146,6 @@ func (r *Resolved) validate() error {
 		{!oneOf(c.Matrix.Spending, "pocock", "obrien-fleming"), "matrix.spending", "pocock or obrien-fleming", c.Matrix.Spending},
 		{len(c.Matrix.Brakes) == 0, "matrix.brakes", "a non-empty list of brake cells (see `brakebench suites`)", "[]"},
 		{c.Out == "", "out", "an output directory", `""`},
-		{!oneOf(c.Faults.APF.Target, "controller", "loadgen"), "faults.apf.target", "controller or loadgen", c.Faults.APF.Target},
-		{outside(c.Faults.APF.Shares, 0, maxObjects), "faults.apf.shares", "0 to 10000", c.Faults.APF.Shares},
-		{outside(c.Faults.APF.Queues, 1, maxObjects), "faults.apf.queues", "1 to 10000", c.Faults.APF.Queues},
-		{outside(c.Faults.APF.QueueLength, 1, maxObjects), "faults.apf.queueLength", "1 to 10000", c.Faults.APF.QueueLength},
-		{outside(c.Faults.GPU.Nodes, 1, maxObjects), "faults.gpu.nodes", "1 to 10000", c.Faults.GPU.Nodes},
-		{!oneOf(c.Faults.GPU.Kind, "xid", "ecc", "nvlink", "device-count"), "faults.gpu.kind", "one of xid, ecc, nvlink, device-count", c.Faults.GPU.Kind},
-		{c.Faults.GPU.Kind == "xid" && c.Faults.GPU.XID < 1, "faults.gpu.xid", "an XID code like 79", c.Faults.GPU.XID},
-		{!oneOf(c.Faults.GPU.Escalate, "none", "taint", "notready"), "faults.gpu.escalate", "one of none, taint, notready", c.Faults.GPU.Escalate},
-		{outside(c.Faults.GPU.ArmAfter, 0, maxDuration), "faults.gpu.armAfter", "a duration from 0s to 24h", c.Faults.GPU.ArmAfter},
-		{c.Faults.GPU.MaxUnavailableFraction < 0 || c.Faults.GPU.MaxUnavailableFraction > 1, "faults.gpu.maxUnavailableFraction", "a fraction between 0 and 1", c.Faults.GPU.MaxUnavailableFraction},
-		{outside(c.Faults.ControlPlane.SchedulerQPS, 1, 100000), "faults.controlPlane.schedulerQPS", "1 to 100000", c.Faults.ControlPlane.SchedulerQPS},
-		{outside(c.Faults.ControlPlane.SchedulerBurst, 1, 100000), "faults.controlPlane.schedulerBurst", "1 to 100000", c.Faults.ControlPlane.SchedulerBurst},
-		{outside(c.Faults.ControlPlane.MaxRequestsInflight, 1, 100000), "faults.controlPlane.maxRequestsInflight", "1 to 100000", c.Faults.ControlPlane.MaxRequestsInflight},
-		{outside(c.Faults.ControlPlane.MaxMutatingRequestsInflight, 1, 100000), "faults.controlPlane.maxMutatingRequestsInflight", "1 to 100000", c.Faults.ControlPlane.MaxMutatingRequestsInflight},
 		{len(c.Matrix.Faults) == 0, "matrix.faults", "a non-empty list of fault cells (none, or faults from `brakebench suites`)", "[]"},
 	}
 	// The keys whose values decide whether a check above applies at all.
@@ -161,7 +155,6 @@ func (r *Resolved) validate() error {
 		"workload.rate":     {"workload.mode"},
 		"workload.duration": {"workload.mode"},
 		"workload.steps":    {"workload.mode"},
-		"faults.gpu.xid":    {"faults.gpu.kind"},
 	}
 	for _, ch := range checks {
 		if ch.bad {
