@@ -78,6 +78,7 @@ type Schema struct {
 const (
 	MaxExprLen   = 4096 // bytes
 	MaxExprDepth = 100  // nested parentheses
+	MaxNameLen   = 200  // bytes of a gate's name (a report heading and a JUnit test case name)
 )
 
 // boundsError is an expression over MaxExprLen or MaxExprDepth; Parse names the gate with it.
@@ -143,6 +144,10 @@ func Parse(name string, raw []byte, s Schema) ([]Gate, error) {
 		}
 		if g.Expr == "" {
 			return nil, fmt.Errorf("%s:%d: gate has no expr", name, item.Line)
+		}
+		if len(g.Name) > MaxNameLen || strings.ContainsAny(g.Name, "\n\r\t") {
+			return nil, fmt.Errorf("%s:%d: gate name %s (%d bytes): expected one line of at most %d bytes (it heads the report's row and names the JUnit test case)",
+				name, item.Line, shortQuote(g.Name), len(g.Name), MaxNameLen)
 		}
 		if g.Name == "" {
 			g.Name = g.Expr

@@ -202,6 +202,11 @@ func TestExpressionBounds(t *testing.T) {
 			`g.yaml:2: gate "cell(none).claim.p99 <= (((((((((((((((("...: right of <=: parentheses nest more than 100 deep`},
 		{"a long chain of sums", "- name: chain\n  expr: " + strings.Repeat("1+", 3000000) + "1 <= 2",
 			`g.yaml:3: gate "chain": expression is 6000006 bytes long; expected at most 4096`},
+		{"a name of 200 bytes", "- name: " + strings.Repeat("n", MaxNameLen) + "\n  expr: all.claims.failed <= 0", ""},
+		{"a name of 100000 bytes", "- name: " + strings.Repeat("n", 100000) + "\n  expr: all.claims.failed <= 0",
+			`g.yaml:2: gate name "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"... (100000 bytes): expected one line of at most 200 bytes`},
+		{"a name of two lines", "- name: \"first\\nsecond\"\n  expr: all.claims.failed <= 0",
+			`g.yaml:2: gate name "first\nsecond" (12 bytes): expected one line of at most 200 bytes`},
 		{"the longest expression", "- expr: all.claims.failed <= " + strings.Repeat("1+", (MaxExprLen-len("all.claims.failed <= 1"))/2) + "1", ""},
 	}
 	for _, c := range cases {
