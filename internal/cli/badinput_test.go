@@ -143,6 +143,11 @@ func TestBadInputs(t *testing.T) {
 		{"report, a run stopped before its first cell", []string{"report", stopped, "--out", out}, ExitBadInput,
 			stopped + ": holds no cells, so no results (the run stopped first: interrupted after 0 of 12 cells)"},
 		{"report --baseline, results of only a schema", []string{"report", res, "--out", out, "--no-gates", "--baseline", empty}, ExitBadInput, "--baseline: " + empty + ": holds no cells"},
+		// A run reported against itself shows no regression by construction.
+		{"report --baseline, the run itself", []string{"report", res, "--out", out, "--no-gates", "--baseline", res}, ExitBadInput,
+			"--baseline " + res + ": expected an earlier run, got the run being reported (run r1)"},
+		{"report --baseline, a copy of the run", []string{"report", res, "--out", out, "--no-gates", "--baseline", copied}, ExitBadInput,
+			"--baseline " + copied + ": expected an earlier run, got the run being reported (run r1)"},
 		{"compare, results of only a schema", []string{"compare", res, empty, "--out", out}, ExitBadInput, empty + ": holds no cells"},
 		{"trend, results of only a schema", []string{"trend", res, empty, "--out", out}, ExitBadInput, empty + ": holds no cells"},
 		{"plan --from, results of only a schema", []string{"plan", "gang-quota", "--from", empty}, ExitBadInput, "--from: " + empty + ": holds no cells"},

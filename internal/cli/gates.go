@@ -21,6 +21,7 @@ type gateFlags struct {
 	baseline string
 	base     *results.Results // the baseline run, once loaded
 	input    string           // report: the results file being re-rendered (never rewritten)
+	inputRun string           // report: that file's run ID (a baseline may not be the run itself)
 }
 
 // loadBaseline reads --baseline (bad input when it cannot be read or is another suite's run).
@@ -34,6 +35,9 @@ func (gf *gateFlags) loadBaseline(suite string) error {
 	}
 	if r.Suite != suite {
 		return badInput(fmt.Errorf("--baseline %s is a %s run; this is %s", gf.baseline, r.Suite, suite))
+	}
+	if gf.inputRun != "" && r.RunID == gf.inputRun {
+		return badInput(fmt.Errorf("--baseline %s: expected an earlier run, got the run being reported (run %s): a run compared with itself shows no regression by construction", gf.baseline, r.RunID))
 	}
 	gf.base = r
 	return nil

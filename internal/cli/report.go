@@ -27,6 +27,7 @@ func (a *app) reportCmd() *cobra.Command {
 			if err := checkOutFlag(dir, out != "", "next to "+args[0]); err != nil {
 				return err
 			}
+			gf.inputRun = r.RunID
 			var cells []string
 			for _, s := range r.Summary {
 				cells = append(cells, s.Name)
