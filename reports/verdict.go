@@ -28,7 +28,9 @@ type AnswerRow struct {
 	// Metrics has one entry per Answer.Keys (empty Text when the cell has no verdict on it).
 	Metrics []AnswerMetric
 	Reps    string
-	Design  string // "sequential, 3 to 10 repetitions" ("" when the results do not say)
+	// Design is "sequential, 3 to 10 repetitions" or "sequential paired by round, 3 to 10
+	// repetitions" ("" when the results do not say).
+	Design  string
 	Stopped string // why the cell got no more repetitions ("" when the results do not say)
 	// Held is "all invariants held in 5 of 5" when none was violated ("" when none was judged);
 	// Violated are the violated invariants' lines.
@@ -82,8 +84,11 @@ func answerRow(s results.Summary, keys []string, baseline bool) AnswerRow {
 	if st := s.Stopping; st != nil {
 		row.Reps = fmt.Sprint(st.Reps)
 		row.Design = st.Design
+		if st.Paired {
+			row.Design += " paired by round"
+		}
 		if st.MinReps > 0 && st.MaxReps > 0 {
-			row.Design = strings.TrimPrefix(fmt.Sprintf("%s, %d to %d repetitions", st.Design, st.MinReps, st.MaxReps), ", ")
+			row.Design = strings.TrimPrefix(fmt.Sprintf("%s, %d to %d repetitions", row.Design, st.MinReps, st.MaxReps), ", ")
 		}
 		row.Stopped = st.Detail
 		if row.Stopped == "" {

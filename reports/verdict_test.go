@@ -352,3 +352,20 @@ func TestVerdictInChromium(t *testing.T) {
 		t.Errorf("the report made a request: %s", u)
 	}
 }
+
+// The design column says when the design paired each repetition with the baseline's of its
+// round, and says nothing new for results written before pairing.
+func TestAnswerRowPairedDesign(t *testing.T) {
+	for _, tc := range []struct {
+		paired bool
+		want   string
+	}{
+		{true, "sequential paired by round, 3 to 10 repetitions"},
+		{false, "sequential, 3 to 10 repetitions"},
+	} {
+		s := results.Summary{Name: "max-refill-rate", Reps: 4, Stopping: &results.Stopping{Design: "sequential", Paired: tc.paired, Reps: 4, MinReps: 3, MaxReps: 10, Reason: "effect"}}
+		if got := answerRow(s, nil, false).Design; got != tc.want {
+			t.Errorf("paired %v: design %q, want %q", tc.paired, got, tc.want)
+		}
+	}
+}

@@ -57,6 +57,34 @@ func verdictValues(cells []*results.Cell, p float64) repValues {
 	return rv
 }
 
+// pairedUpTo is the history of a paired comparison through round: entry r-1 holds the aligned
+// pairs (base, treat) of the rounds up to r in which both had a measured repetition (repetition
+// r of a cell and of its baseline ran in round r); a repetition missing on either side (failed,
+// or not run) drops its round's pair.
+func pairedUpTo(base, treat repValues, round int) [][2][]float64 {
+	byRep := map[int]float64{}
+	for i, r := range base.reps {
+		if _, dup := byRep[r]; !dup {
+			byRep[r] = base.vals[i]
+		}
+	}
+	var b, t []float64
+	seen := map[int]bool{}
+	hist := make([][2][]float64, 0, round)
+	next := 0 // treat.reps is sorted
+	for r := 1; r <= round; r++ {
+		for ; next < len(treat.reps) && treat.reps[next] <= r; next++ {
+			rep := treat.reps[next]
+			if bv, ok := byRep[rep]; ok && !seen[rep] {
+				seen[rep] = true
+				b, t = append(b, bv), append(t, treat.vals[next])
+			}
+		}
+		hist = append(hist, [2][]float64{b[:len(b):len(b)], t[:len(t):len(t)]})
+	}
+	return hist
+}
+
 func (rv repValues) upTo(round int) []float64 {
 	var out []float64
 	for i, r := range rv.reps {
@@ -74,6 +102,8 @@ func (rv repValues) upTo(round int) []float64 {
 // or was interrupted): every state is then closed, with the reason. withP computes the
 // repeated p-values (for the summary; the runner's stopping decisions do not need them).
 // Cells of a kind without verdict metrics (gang, autoscale) run every round to the maximum.
+// Under a paired design (d.Paired, not d.Fixed) each repetition is compared with the baseline's
+// repetition of the same number, which ran in the same round.
 func Sequential(cells []results.Cell, names []string, baseline string, d *stats.Sequential, round int, final, withP bool) map[string]*CellState {
 	groups := map[string][]*results.Cell{}
 	na := map[string]bool{}
@@ -91,6 +121,7 @@ func Sequential(cells []results.Cell, names []string, baseline string, d *stats.
 	if d.Fixed {
 		design = "fixed"
 	}
+	paired := d.Paired && !d.Fixed
 	out := map[string]*CellState{}
 	baseValues := map[string]repValues{}
 	for _, vm := range verdictMetrics {
@@ -101,7 +132,7 @@ func Sequential(cells []results.Cell, names []string, baseline string, d *stats.
 		if na[name] || name == baseline {
 			continue
 		}
-		st := &CellState{Stopping: results.Stopping{Design: design, Reps: len(groups[name]), MinReps: d.MinReps, MaxReps: d.MaxReps}, seq: map[string]stats.SeqResult{}}
+		st := &CellState{Stopping: results.Stopping{Design: design, Paired: paired, Reps: len(groups[name]), MinReps: d.MinReps, MaxReps: d.MaxReps}, seq: map[string]stats.SeqResult{}}
 		out[name] = st
 		settled, verdictable := true, false
 		v := &results.Verdict{}
@@ -113,13 +144,18 @@ func Sequential(cells []results.Cell, names []string, baseline string, d *stats.
 			}
 			verdictable = true
 			var hist [][2][]float64
-			for r := 1; r <= round; r++ {
-				hist = append(hist, [2][]float64{bv.upTo(r), tv.upTo(r)})
+			if paired {
+				hist = pairedUpTo(bv, tv, round)
+			} else {
+				for r := 1; r <= round; r++ {
+					hist = append(hist, [2][]float64{bv.upTo(r), tv.upTo(r)})
+				}
 			}
 			dd := d
 			if d.Fixed {
 				cp := *d
 				cp.MaxReps = max(len(bv.vals), len(tv.vals))
+				cp.Paired = false // the fixed design's order is shuffled across rounds
 				dd = &cp
 			}
 			res := dd.Compare(hist, round >= d.MaxReps || final, withP)
@@ -141,7 +177,7 @@ func Sequential(cells []results.Cell, names []string, baseline string, d *stats.
 	}
 	if _, ok := groups[baseline]; ok || !na[baseline] {
 		st := &CellState{Open: anyOpen && !final && round < d.MaxReps,
-			Stopping: results.Stopping{Design: design, Reps: len(groups[baseline]), MinReps: d.MinReps, MaxReps: d.MaxReps, Reason: "baseline"}}
+			Stopping: results.Stopping{Design: design, Paired: paired, Reps: len(groups[baseline]), MinReps: d.MinReps, MaxReps: d.MaxReps, Reason: "baseline"}}
 		st.Stopping.Detail = fmt.Sprintf("the baseline: %d repetitions, run while any compared cell ran", st.Stopping.Reps)
 		if d.Fixed {
 			st.Stopping.Reason, st.Stopping.Detail = "fixed", fmt.Sprintf("fixed design: %d repetitions", st.Stopping.Reps)
@@ -258,6 +294,9 @@ func sequentialRow(m *results.Metric, r stats.SeqResult, d *stats.Sequential, ba
 	c.P, c.Alpha = stats.Num(r.P), d.Alpha
 	c.Significant = r.Verdict == "faster" || r.Verdict == "slower"
 	c.Method = fmt.Sprintf("group-sequential Welch t on log repetition quantiles (%s spending, look %d of up to %d)", d.Spending, r.At+1, d.MaxReps-d.MinReps+1)
+	if d.Paired && !d.Fixed {
+		c.Method = fmt.Sprintf("group-sequential paired t on per-round log ratios of repetition quantiles, paired by round (%s spending, look %d of up to %d)", d.Spending, r.At+1, d.MaxReps-d.MinReps+1)
+	}
 	c.Delta = "~"
 	if c.Significant {
 		c.Delta = fmt.Sprintf("%+.1f%%", l.Pct)

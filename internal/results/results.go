@@ -605,10 +605,13 @@ type Summary struct {
 
 // Stopping records how a cell's repetitions ended.
 type Stopping struct {
-	Design  string `json:"design"` // "sequential" or "fixed"
-	Reps    int    `json:"reps"`   // measured repetitions the cell got
-	MinReps int    `json:"minReps"`
-	MaxReps int    `json:"maxReps"`
+	Design string `json:"design"` // "sequential" or "fixed"
+	// Paired says each repetition was compared with the baseline's of the same round (a paired
+	// sequential design; false in results written before it).
+	Paired  bool `json:"paired,omitempty"`
+	Reps    int  `json:"reps"` // measured repetitions the cell got
+	MinReps int  `json:"minReps"`
+	MaxReps int  `json:"maxReps"`
 	// Reason: "effect" (a verdict metric crossed its boundary), "equivalence" (every verdict
 	// metric's interval inside +-matrix.equivalence), "max" (the planned maximum), "baseline"
 	// (ran while a compared cell ran), "fixed" (the fixed design), "interrupted", "errors".

@@ -1,9 +1,11 @@
 package stats
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +34,12 @@ type Sequential struct {
 	// Other verdict metrics are judged by the same repeated intervals at whatever repetitions the
 	// cell got: those intervals hold at every look whatever rule chose when to stop.
 	StopOn []string `json:"stopOn,omitempty"`
+	// Paired compares each repetition with the baseline's repetition of the same round (the runner
+	// runs repetition r of every open cell, and of the baseline, in round r): a one-sample t on the
+	// per-round log ratios, which removes what the cells of a round share (the lab's drift between
+	// bursts) from the standard error. Compare's history then holds aligned pairs. Only for a
+	// design whose rounds hold one repetition of each cell, never for the fixed design's order.
+	Paired bool `json:"paired,omitempty"`
 
 	bounds map[string][]float64   // memoized boundaries by alpha and look fractions
 	paths  map[string][][]float64 // memoized simulated |Z| by look fractions
@@ -78,12 +86,28 @@ const MaxSeqReps = 50
 // observed at those fractions (the test statistic under "no difference") crosses for the first
 // time at look k with probability Spent(t_k) - Spent(t_{k-1}). A look whose increment is 0 gets
 // an infinite boundary (it can only stop for equivalence).
+//
+// Under a paired design with more than one look the paths are not Brownian but the paired t
+// statistic itself under "no difference" (pairedPathsAt): its looks, each converted to z, are
+// less correlated than a Brownian motion's at small n (the standard deviation is re-estimated
+// at every look), so Brownian boundaries would let it cross more often than spent (A/A
+// simulation: 0.056-0.058 over looks 3..10 at alpha 0.05, TestSequentialPairedBounds). The paired t is exactly pivotal for normal
+// log ratios, so boundaries from its own paths spend exactly what they say.
 func (s *Sequential) Bounds(fractions []float64) []float64 {
 	key := fmt.Sprint(s.Alpha, s.Spending, s.Fixed, fractions)
+	if s.pairedT() {
+		key = fmt.Sprint("paired ", s.MaxReps, " ", key)
+	}
 	if b, ok := s.bounds[key]; ok {
 		return b
 	}
-	z, order := s.pathsAt(fractions)
+	var z [][]float64
+	var order [][]int32
+	if s.pairedT() {
+		z, order = s.pairedPathsAt(fractions)
+	} else {
+		z, order = s.pathsAt(fractions)
+	}
 	alive := make([]bool, boundaryPaths)
 	for p := range alive {
 		alive[p] = true
@@ -109,11 +133,80 @@ func (s *Sequential) Bounds(fractions []float64) []float64 {
 			}
 		}
 	}
+	if s.pairedT() {
+		// the walk found |t| boundaries: each on the z scale of its look's degrees of freedom
+		for j, f := range fractions {
+			out[j] = tToZ(out[j], float64(pairsAt(f, s.MaxReps)-1))
+		}
+	}
 	if s.bounds == nil {
 		s.bounds = map[string][]float64{}
 	}
 	s.bounds[key] = out
 	return out
+}
+
+// pairedT says the boundaries come from the paired t statistic's own null paths.
+func (s *Sequential) pairedT() bool { return s.Paired && !s.Fixed }
+
+// pairsAt is the number of pairs at information fraction f of a paired design planned to
+// maxReps rounds (at least 2: the fewest with a standard deviation).
+func pairsAt(f float64, maxReps int) int {
+	return max(int(math.Round(f*float64(maxReps))), 2)
+}
+
+// pairedPathsAt is |t| of every simulated path at each fraction of a paired design: the paired
+// t statistic (mean over standard error) of standard normal log ratios after pairsAt(fraction)
+// rounds, the statistic Compare computes under "no difference" (its distribution does not
+// depend on the spread). The same fixed seed every time.
+func (s *Sequential) pairedPathsAt(fractions []float64) ([][]float64, [][]int32) {
+	key := fmt.Sprint("paired ", s.MaxReps, " ", fractions)
+	if t, ok := s.paths[key]; ok {
+		return t, s.orders[key]
+	}
+	rng := rand.New(rand.NewPCG(0x5e9, 0xb1))
+	out := make([][]float64, len(fractions))
+	order := make([][]int32, len(fractions))
+	for j := range fractions {
+		out[j] = make([]float64, boundaryPaths)
+		order[j] = make([]int32, boundaryPaths)
+	}
+	for p := 0; p < boundaryPaths; p++ {
+		n, mean, m2 := 0, 0.0, 0.0 // Welford's running mean and sum of squared deviations
+		for j, f := range fractions {
+			for k := pairsAt(f, s.MaxReps); n < k; {
+				x := rng.NormFloat64()
+				n++
+				d := x - mean
+				mean += d / float64(n)
+				m2 += d * (x - mean)
+			}
+			out[j][p] = math.Abs(mean / math.Sqrt(m2/float64(n-1)/float64(n)))
+			order[j][p] = int32(p)
+		}
+	}
+	for j := range fractions {
+		tj := out[j]
+		slices.SortFunc(order[j], func(a, b int32) int { return cmp.Compare(tj[b], tj[a]) })
+	}
+	if s.paths == nil {
+		s.paths, s.orders = map[string][][]float64{}, map[string][][]int32{}
+	}
+	s.paths[key], s.orders[key] = out, order
+	return out, order
+}
+
+// tToZ is the z score with the same two-sided tail probability as |t| on Student's t with df
+// degrees of freedom (as seqZ converts the statistic); +Inf stays +Inf.
+func tToZ(t, df float64) float64 {
+	if math.IsInf(t, 1) {
+		return t
+	}
+	p := 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.CDF(-math.Abs(t))
+	if p == 0 {
+		return 38
+	}
+	return normalQuantile(1 - p/2)
 }
 
 // pathsAt is |Z| of every simulated path at each fraction: a standard Brownian motion W(t)
@@ -168,6 +261,48 @@ func WelchLog(base, treat []float64) (d, se, df float64, ok bool) {
 	}
 	df = (qa + qb) * (qa + qb) / (qa*qa/(na-1) + qb*qb/(nb-1))
 	return mb - ma, se, df, true
+}
+
+// PairedLog compares aligned per-repetition values on the log scale: base[i] and treat[i] ran
+// in the same round. It returns the mean of the per-round log ratios log(treat/base), its
+// standard error (their standard deviation over sqrt(n)) and n-1 degrees of freedom, over the n
+// pairs with both sides measured (a NaN on either side drops the pair). ok is false with fewer
+// than 2 pairs or any paired value that is not finite and positive (a failed claim at this
+// quantile).
+func PairedLog(base, treat []float64) (d, se, df float64, ok bool) {
+	diffs, ok := logRatios(base, treat)
+	if !ok || len(diffs) < 2 {
+		return 0, 0, 0, false
+	}
+	m, v := meanVar(diffs)
+	n := float64(len(diffs))
+	return m, math.Sqrt(v / n), n - 1, true
+}
+
+// pairs are the aligned pairs with both sides measured (not NaN), in order.
+func pairs(base, treat []float64) (b, t []float64) {
+	for i := 0; i < min(len(base), len(treat)); i++ {
+		if !math.IsNaN(base[i]) && !math.IsNaN(treat[i]) {
+			b, t = append(b, base[i]), append(t, treat[i])
+		}
+	}
+	return b, t
+}
+
+// logRatios are log(treat[i]/base[i]) over the pairs with both sides measured; false when a
+// paired value is not finite and positive.
+func logRatios(base, treat []float64) ([]float64, bool) {
+	b, t := pairs(base, treat)
+	lb, okB := logs(b)
+	lt, okT := logs(t)
+	if !okB || !okT {
+		return nil, false
+	}
+	out := make([]float64, len(lb))
+	for i := range lb {
+		out[i] = lt[i] - lb[i]
+	}
+	return out, true
 }
 
 func logs(xs []float64) ([]float64, bool) {
@@ -225,9 +360,11 @@ type SeqResult struct {
 
 // Compare replays the design's looks over a comparison's history: history[k] is (base, treat)
 // per-repetition values as they stood after round k+1 (rounds without new repetitions on either
-// side are not looks). atMax says the history ended at the planned maximum (no more rounds):
-// an unsettled comparison is then "~" for good. withP computes the repeated p-value (a few
-// hundred boundary evaluations; the stopping decision does not need it).
+// side are not looks). Under a paired design base[i] and treat[i] are the repetitions of one
+// round (NaN: that side has none), and a look counts the rounds with both. atMax says the
+// history ended at the planned maximum (no more rounds): an unsettled comparison is then "~" for
+// good. withP computes the repeated p-value (a few hundred boundary evaluations; the stopping
+// decision does not need it).
 func (s *Sequential) Compare(history [][2][]float64, atMax, withP bool) SeqResult {
 	res := SeqResult{Verdict: "insufficient repetitions", P: math.NaN(), MDEPct: math.NaN(), At: -1}
 	type pt struct {
@@ -238,6 +375,16 @@ func (s *Sequential) Compare(history [][2][]float64, atMax, withP bool) SeqResul
 	}
 	var pts []pt
 	for _, h := range history {
+		if s.Paired {
+			base, treat := pairs(h[0], h[1])
+			n := len(base)
+			if n < s.MinReps || (len(pts) > 0 && pts[len(pts)-1].na == n) {
+				continue
+			}
+			d, se, df, ok := PairedLog(base, treat)
+			pts = append(pts, pt{n, n, d, se, df, ok, base, treat})
+			continue
+		}
 		na, nb := countFinite(h[0]), countFinite(h[1])
 		if na < s.MinReps || nb < s.MinReps {
 			continue
@@ -250,12 +397,18 @@ func (s *Sequential) Compare(history [][2][]float64, atMax, withP bool) SeqResul
 	}
 	if len(pts) == 0 {
 		res.Note = fmt.Sprintf("fewer than %d repetitions a side", s.MinReps)
+		if s.Paired {
+			res.Note = fmt.Sprintf("fewer than %d rounds with a repetition of both", s.MinReps)
+		}
 		return res
 	}
 	imax := float64(s.MaxReps) / 2
 	var fractions []float64
 	for _, p := range pts {
 		f := math.Min(info(p.na, p.nb)/imax, 1)
+		if s.Paired {
+			f = math.Min(float64(p.na)/float64(s.MaxReps), 1)
+		}
 		if len(fractions) > 0 && f <= fractions[len(fractions)-1] {
 			f = math.Min(fractions[len(fractions)-1]+1e-6, 1)
 		}
@@ -274,6 +427,9 @@ func (s *Sequential) Compare(history [][2][]float64, atMax, withP bool) SeqResul
 		res.At = k
 		if !p.ok {
 			res.Note = "a repetition's value is not finite (failed claims at this quantile): no test"
+			if s.Paired {
+				res.Note = "a paired repetition's value is not finite (failed claims at this quantile): no test"
+			}
 			res.Looks[k].Pct, res.Looks[k].CI = math.NaN(), CI{Num(math.NaN()), Num(math.NaN())}
 			continue
 		}
@@ -375,8 +531,17 @@ func (s *Sequential) repeatedP(fractions []float64, absZ float64) float64 {
 
 // mde is the smallest change (%) a comparison of the planned maximum of repetitions a side would
 // detect with 80% power at the last look's boundary, at the spread between repetitions
-// measured (pooled standard deviation of the log values).
+// measured (pooled standard deviation of the log values; under a paired design the standard
+// deviation of the per-round log ratios).
 func (s *Sequential) mde(base, treat []float64) float64 {
+	if s.Paired {
+		diffs, _ := logRatios(base, treat)
+		if len(diffs) < 2 {
+			return math.NaN()
+		}
+		_, v := meanVar(diffs)
+		return MDEPairedPct(math.Sqrt(v), s.MaxReps, s.lastBound())
+	}
 	la, _ := logs(base)
 	lb, _ := logs(treat)
 	if len(la) < 2 || len(lb) < 2 {
@@ -385,23 +550,25 @@ func (s *Sequential) mde(base, treat []float64) float64 {
 	_, va := meanVar(la)
 	_, vb := meanVar(lb)
 	sd := math.Sqrt(((float64(len(la))-1)*va + (float64(len(lb))-1)*vb) / float64(len(la)+len(lb)-2))
-	n := float64(s.MaxReps)
-	var c float64
+	return MDEPct(sd, s.MaxReps, s.MaxReps, s.lastBound())
+}
+
+// lastBound is the |z| boundary of the last of the planned looks MinReps..MaxReps (the fixed
+// design's single one: all of alpha).
+func (s *Sequential) lastBound() float64 {
 	if s.Fixed {
-		c = normalQuantile(1 - s.Alpha/2)
-	} else {
-		// the last boundary of the planned looks MinReps..MaxReps
-		var fr []float64
-		for r := s.MinReps; r <= s.MaxReps; r++ {
-			fr = append(fr, float64(r)/n)
-		}
-		b := s.Bounds(fr)
-		c = b[len(b)-1]
-		if math.IsInf(c, 1) {
-			c = normalQuantile(1 - s.Alpha/2)
-		}
+		return normalQuantile(1 - s.Alpha/2)
 	}
-	return MDEPct(sd, int(n), int(n), c)
+	n := float64(s.MaxReps)
+	var fr []float64
+	for r := s.MinReps; r <= s.MaxReps; r++ {
+		fr = append(fr, float64(r)/n)
+	}
+	b := s.Bounds(fr)
+	if c := b[len(b)-1]; !math.IsInf(c, 1) {
+		return c
+	}
+	return normalQuantile(1 - s.Alpha/2)
 }
 
 // MDEPct is the smallest relative change (%) a two-sample comparison of na and nb repetitions
@@ -416,6 +583,16 @@ func MDEPct(sd float64, na, nb int, c float64) float64 {
 	}
 	se := sd * math.Sqrt(1/float64(na)+1/float64(nb))
 	return (math.Exp(tPower(c, float64(na+nb-2))*se) - 1) * 100
+}
+
+// MDEPairedPct is MDEPct for the paired comparison of n rounds: the smallest relative change (%)
+// detected with 80% power at boundary c, for per-round log ratios (treat/baseline) that spread
+// with standard deviation sd; Student's t with n-1 degrees of freedom.
+func MDEPairedPct(sd float64, n int, c float64) float64 {
+	if n < 2 || math.IsNaN(sd) {
+		return math.NaN()
+	}
+	return (math.Exp(tPower(c, float64(n-1))*sd/math.Sqrt(float64(n))) - 1) * 100
 }
 
 // tPower is (boundary + 80% power quantile) on Student's t with df degrees of freedom, for a
@@ -463,8 +640,12 @@ func (s *Sequential) Describe() string {
 	if s.EquivalencePct > 0 {
 		eq = fmt.Sprintf(", or when the repeated interval lies within +-%s%% (equivalence)", strconv.FormatFloat(s.EquivalencePct, 'g', -1, 64))
 	}
-	return fmt.Sprintf("sequential design: a look after every round from %d to %d repetitions a side, alpha %g spent %s-style over the looks; a cell stops when its verdict crosses the boundary%s",
-		s.MinReps, s.MaxReps, s.Alpha, strings.ReplaceAll(s.Spending, "obrien-fleming", "O'Brien-Fleming"), eq)
+	design := "sequential design"
+	if s.Paired {
+		design = "sequential design, paired by round (each repetition against the baseline's of the same round)"
+	}
+	return fmt.Sprintf("%s: a look after every round from %d to %d repetitions a side, alpha %g spent %s-style over the looks; a cell stops when its verdict crosses the boundary%s",
+		design, s.MinReps, s.MaxReps, s.Alpha, strings.ReplaceAll(s.Spending, "obrien-fleming", "O'Brien-Fleming"), eq)
 }
 
 func normalCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
