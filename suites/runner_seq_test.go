@@ -35,8 +35,12 @@ func TestRunCellsSequential(t *testing.T) {
 	cfg.Matrix.Brakes = []string{"none", "slow", "same"}
 	cfg.Matrix.Repetitions, cfg.Matrix.MinRepetitions, cfg.Matrix.Equivalence = 8, 3, 0
 	design := sequentialDesign(cfg.Matrix)
-	if design == nil {
-		t.Fatal("the default matrix settings give no sequential design")
+	if design == nil || !design.Paired {
+		t.Fatalf("the default matrix settings give %+v, want a sequential design paired by round", design)
+	}
+	cfg.Matrix.Paired = false
+	if d := sequentialDesign(cfg.Matrix); d == nil || d.Paired {
+		t.Errorf("matrix.paired=false gives %+v, want the two-sample sequential design", d)
 	}
 	var cells []PlannedCell
 	for _, n := range cfg.Matrix.Brakes {

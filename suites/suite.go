@@ -103,16 +103,14 @@ type Plan struct {
 
 // sequentialDesign is the design matrix.sequential asks for, or nil (the fixed design) when it is
 // off or there is only one look (matrix.repetitions not above matrix.minRepetitions). It is
-// paired by round.
+// paired by round unless matrix.paired is false.
 func sequentialDesign(m config.Matrix) *stats.Sequential {
 	if !m.Sequential || m.Repetitions <= m.MinRepetitions {
 		return nil
 	}
-	// Paired: rounds (inRounds) run repetition r of every cell and of the baseline together, so
-	// each repetition is compared with the baseline's of its round.
-	// TODO(matrix.paired): when config.Matrix has `Paired bool` (yaml matrix.paired, default
-	// true), set Paired: m.Paired here; until then every sequential design is paired.
-	return &stats.Sequential{Alpha: 0.05, MinReps: m.MinRepetitions, MaxReps: m.Repetitions, EquivalencePct: m.Equivalence, Spending: m.Spending, StopOn: m.StopOn, Paired: true}
+	// Paired (matrix.paired, the default): rounds (inRounds) run repetition r of every cell and of
+	// the baseline together, so each repetition is compared with the baseline's of its round.
+	return &stats.Sequential{Alpha: 0.05, MinReps: m.MinRepetitions, MaxReps: m.Repetitions, EquivalencePct: m.Equivalence, Spending: m.Spending, StopOn: m.StopOn, Paired: m.Paired}
 }
 
 // inRounds orders cells in rounds for the sequential design: round r holds repetition r of every

@@ -367,8 +367,55 @@ func Spread(r *results.Results, key string) (sd float64, df int) {
 	return math.Sqrt(ss / float64(df)), df
 }
 
+// PairedSpread is the spread of the per-round log ratio (cell / baseline, same repetition
+// number) of a verdict metric's quantile p in a run, pooled over the compared cells (each
+// around its own mean), with its degrees of freedom; NaN when no cell has two pairs. In a
+// fixed-design run, repetitions with one number did not share a round, so the estimate carries
+// no round effect to cancel (about sqrt(2) times the spread between repetitions): conservative.
+func PairedSpread(r *results.Results, p float64) (sd float64, df int) {
+	groups := map[string][]*results.Cell{}
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		if c.Error == "" && c.NotApplicable == "" {
+			groups[c.Name] = append(groups[c.Name], c)
+		}
+	}
+	base := verdictValues(groups[r.Baseline], p)
+	byRep := map[int]float64{}
+	for i, rep := range base.reps {
+		byRep[rep] = base.vals[i]
+	}
+	ss := 0.0
+	for name, cells := range groups {
+		if name == r.Baseline {
+			continue
+		}
+		tv := verdictValues(cells, p)
+		var ls []float64
+		for i, rep := range tv.reps {
+			b, ok := byRep[rep]
+			if t := tv.vals[i]; ok && b > 0 && t > 0 && !math.IsInf(b, 0) && !math.IsInf(t, 0) {
+				ls = append(ls, math.Log(t/b))
+			}
+		}
+		if len(ls) < 2 {
+			continue
+		}
+		mean := stats.Mean(ls)
+		for _, l := range ls {
+			ss += (l - mean) * (l - mean)
+		}
+		df += len(ls) - 1
+	}
+	if df == 0 {
+		return math.NaN(), 0
+	}
+	return math.Sqrt(ss / float64(df)), df
+}
+
 // RepsFor is about the repetitions a side at which a comparison has 80% power for a change of
-// effectPct at spread sd, judged at the design's last boundary (1.96 for the fixed design):
+// effectPct at spread sd (for a paired design, the spread of per-round log ratios: PairedSpread),
+// judged at the design's last boundary (1.96 for the fixed design):
 // the boundary plus the 80% power quantile over the standard error of the difference. 0 when
 // more than 1000 would be needed or sd is unknown.
 func RepsFor(effectPct, sd float64, d *stats.Sequential) int {
@@ -386,7 +433,11 @@ func RepsFor(effectPct, sd float64, d *stats.Sequential) int {
 		}
 	}
 	for n := 2; n <= 1000; n++ {
-		if stats.MDEPct(sd, n, n, c) <= effectPct {
+		mde := stats.MDEPct(sd, n, n, c)
+		if d.Paired && !d.Fixed {
+			mde = stats.MDEPairedPct(sd, n, c)
+		}
+		if mde <= effectPct {
 			return n
 		}
 	}

@@ -63,8 +63,13 @@ func planEstimate(w io.Writer, cfg *config.Resolved, plan *suites.Plan, earlier 
 		fmt.Fprintf(w, "duration: %s-%s of cells at the median cell time of %s (%.0f s; lab up and down not counted)\n", d(lo), d(hi), from, med)
 	}
 	sd, df := analysis.Spread(earlier, "claim.p99_ms")
+	what := "between repetitions"
+	if design.Paired && !design.Fixed {
+		sd, df = analysis.PairedSpread(earlier, 99)
+		what = "of the per-round ratio to the baseline (paired design)"
+	}
 	if math.IsNaN(sd) {
-		fmt.Fprintf(w, "repetitions: %s has fewer than 2 repetitions of any cell: no spread to plan with\n", from)
+		fmt.Fprintf(w, "repetitions: %s has fewer than 2 repetitions of any cell (and its baseline): no spread to plan with\n", from)
 		return
 	}
 	n := analysis.RepsFor(effect, sd, design)
@@ -72,6 +77,6 @@ func planEstimate(w io.Writer, cfg *config.Resolved, plan *suites.Plan, earlier 
 	if n == 0 {
 		need = "more than 1000 a side"
 	}
-	fmt.Fprintf(w, "repetitions: a %g%% change of claim p99 at 80%% power needs about %s at the spread measured in %s (%.1f%% between repetitions, %d degrees of freedom); planned maximum %d\n",
-		effect, need, from, (math.Exp(sd)-1)*100, df, cfg.Matrix.Repetitions)
+	fmt.Fprintf(w, "repetitions: a %g%% change of claim p99 at 80%% power needs about %s at the spread measured in %s (%.1f%% %s, %d degrees of freedom); planned maximum %d\n",
+		effect, need, from, (math.Exp(sd)-1)*100, what, df, cfg.Matrix.Repetitions)
 }

@@ -246,6 +246,10 @@ type Matrix struct {
 	// claim.p99_ms). The others are judged at the repetitions the cell got, by the same repeated
 	// intervals (valid whatever decided when to stop).
 	StopOn []string `mapstructure:"stopOn"`
+	// Paired compares each repetition of a cell with the baseline's repetition of the same round
+	// (a paired t on per-round log ratios): a round's shared conditions (drift, a busy neighbour)
+	// cancel out. false: the two-sample (Welch) comparison over repetitions. Sequential design only.
+	Paired bool `mapstructure:"paired"`
 }
 
 // Default is the built-in base layer.
@@ -270,7 +274,7 @@ func Default() Config {
 		},
 		Loadgen: Loadgen{Connections: 1, Identity: "exempt", MaxInFlight: 1000, Runner: "local", RunnerStartup: 20 * time.Second},
 		Matrix: Matrix{Brakes: []string{"none"}, Repetitions: 1, ControllerArgs: []string{}, Faults: []string{"none"},
-			Sequential: true, MinRepetitions: 3, Equivalence: 15, Spending: "pocock", StopOn: []string{"claim.p99_ms"}},
+			Sequential: true, MinRepetitions: 3, Equivalence: 15, Spending: "pocock", StopOn: []string{"claim.p99_ms"}, Paired: true},
 		Autoscale: Autoscale{Arms: []string{"keda", "control"}, Profiles: []string{"0-3-0"}, StepDuration: 45 * time.Second, MinReplicas: 1,
 			MetricType: "AverageValue", TargetValue: 1, PollingInterval: 5 * time.Second, SettleTimeout: 2 * time.Minute, ScaleUpPeriod: 15 * time.Second},
 		GangQuota: GangQuota{GPUQuota: 4, CPUQuota: "64", MemoryQuota: "256Gi", GPUsPerPod: 1, Size: 2, ResizeTo: 8, Replicas: 1, ScaleReplicasTo: 3,
