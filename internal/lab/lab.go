@@ -419,14 +419,6 @@ func (l *Lab) StartController(ctx context.Context, s *State, version string, ext
 		}
 		s.CRDVersion = version
 	}
-	mport, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	hport, err := freePort()
-	if err != nil {
-		return nil, err
-	}
 	mod, err := l.builder.ModuleDir(ctx, "sigs.k8s.io/agent-sandbox", version)
 	if err != nil {
 		return nil, err
@@ -439,6 +431,30 @@ func (l *Lab) StartController(ctx context.Context, s *State, version string, ext
 	// such cells not applicable, and nothing may pass one here.
 	if bad := defined.Undefined(extra); len(bad) > 0 {
 		return nil, fmt.Errorf("agent-sandbox %s does not define %s (its own cmd/agent-sandbox-controller/main.go)", version, strings.Join(bad, " "))
+	}
+	// A port chosen free can be taken before the controller binds it; such a start is retried
+	// with other ports (the cause is in the log: "bind: address already in use").
+	for attempt := 1; ; attempt++ {
+		ctrl, log, err := l.startController(ctx, s, version, bin, defined, extra)
+		if err == nil || attempt == 3 || !strings.Contains(log, "address already in use") {
+			return ctrl, err
+		}
+		if err := l.StopController(s); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// startController starts the controller once on fresh ports and waits until it reports ready;
+// on failure it returns what the controller logged in this start.
+func (l *Lab) startController(ctx context.Context, s *State, version, bin string, defined agentsandbox.Flags, extra []string) (*Controller, string, error) {
+	mport, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	hport, err := freePort()
+	if err != nil {
+		return nil, "", err
 	}
 	args := []string{
 		"--kubeconfig=" + s.ControllerKubeconfig,
@@ -460,23 +476,23 @@ func (l *Lab) StartController(ctx context.Context, s *State, version string, ext
 	}
 	p, _, err := startProc("agent-sandbox-controller", bin, args, nil, l.ControllerLogPath())
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	ctrl := &Controller{proc: *p, Version: version, Extra: extra,
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", mport),
 		HealthURL:  fmt.Sprintf("http://127.0.0.1:%d/readyz", hport)}
 	s.Controller = ctrl
 	if err := l.save(s); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := waitHTTP(ctx, ctrl.HealthURL, 60*time.Second, func() bool { return alive(p.PID, bin) }); err != nil {
 		log := readFrom(ctrl.Log, logStart, 64<<10)
 		if cause := agentsandbox.StartupFailure(log); cause != "" {
-			return nil, fmt.Errorf("agent-sandbox controller %s did not become ready: %s (%w; log %s, kept with the run's output as %s)", version, cause, err, ctrl.Log, ControllerLogName)
+			return nil, log, fmt.Errorf("agent-sandbox controller %s did not become ready: %s (%w; log %s, kept with the run's output as %s)", version, cause, err, ctrl.Log, ControllerLogName)
 		}
-		return nil, fmt.Errorf("agent-sandbox controller %s did not become ready (%w; log %s, kept with the run's output as %s); its last lines:\n%s", version, err, ctrl.Log, ControllerLogName, lastLines(log, 20))
+		return nil, log, fmt.Errorf("agent-sandbox controller %s did not become ready (%w; log %s, kept with the run's output as %s); its last lines:\n%s", version, err, ctrl.Log, ControllerLogName, lastLines(log, 20))
 	}
-	return ctrl, nil
+	return ctrl, "", nil
 }
 
 // ComponentMetricsURL is the /metrics URL kwokctl recorded for a control-plane component

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -93,14 +94,50 @@ func stopPID(pid int, binary string, grace time.Duration) error {
 	return fmt.Errorf("process %d (%s) did not exit", pid, filepath.Base(binary))
 }
 
-// freePort asks the kernel for an unused loopback port.
+// freePort returns an unused loopback port for a lab process to listen on, below the kernel's
+// ephemeral range when it can: a port the kernel hands out for bind(:0) comes from the range it
+// also picks outgoing connections' source ports from, so between this check and the process's
+// own bind a busy client (the harness's watches, the controller's connections) may take it. On
+// 2026-12-03 a restarted controller died with "bind: address already in use" on such a port.
 func freePort() (int, error) {
+	lo, _ := ephemeralRange()
+	if lo > 1024+portSpan {
+		for i := 0; i < 50; i++ {
+			p := lo - 1 - rand.IntN(portSpan)
+			if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+				_ = l.Close()
+				return p, nil
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portSpan is how many ports below the ephemeral range freePort picks from.
+const portSpan = 8000
+
+// ephemeralRange is the kernel's range of ports for outgoing connections (Linux's
+// net.ipv4.ip_local_port_range; 0, 0 where it cannot be read).
+func ephemeralRange() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0
+	}
+	lo, err1 := strconv.Atoi(f[0])
+	hi, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return 0, 0
+	}
+	return lo, hi
 }
 
 // procStat is /proc/PID/stat's fields after the command name, from field 3 (state) on: the
