@@ -339,7 +339,7 @@ func extraNames(cells []results.Cell, names []string) []string {
 // standard deviation of its log values within each cell name (cells with at least 2 finite,
 // positive values), and the degrees of freedom behind it. NaN when no cell has two.
 func Spread(r *results.Results, key string) (sd float64, df int) {
-	ss := 0.0
+	var pool pooledSpread
 	for _, s := range r.Summary {
 		for _, m := range s.Metrics {
 			if m.Key != key {
@@ -351,20 +351,10 @@ func Spread(r *results.Results, key string) (sd float64, df int) {
 					ls = append(ls, math.Log(f))
 				}
 			}
-			if len(ls) < 2 {
-				continue
-			}
-			mean := stats.Mean(ls)
-			for _, l := range ls {
-				ss += (l - mean) * (l - mean)
-			}
-			df += len(ls) - 1
+			pool.add(ls)
 		}
 	}
-	if df == 0 {
-		return math.NaN(), 0
-	}
-	return math.Sqrt(ss / float64(df)), df
+	return pool.sd()
 }
 
 // PairedSpread is the spread of the per-round log ratio (cell / baseline, same repetition
@@ -385,7 +375,7 @@ func PairedSpread(r *results.Results, p float64) (sd float64, df int) {
 	for i, rep := range base.reps {
 		byRep[rep] = base.vals[i]
 	}
-	ss := 0.0
+	var pool pooledSpread
 	for name, cells := range groups {
 		if name == r.Baseline {
 			continue
@@ -398,19 +388,35 @@ func PairedSpread(r *results.Results, p float64) (sd float64, df int) {
 				ls = append(ls, math.Log(t/b))
 			}
 		}
-		if len(ls) < 2 {
-			continue
-		}
-		mean := stats.Mean(ls)
-		for _, l := range ls {
-			ss += (l - mean) * (l - mean)
-		}
-		df += len(ls) - 1
+		pool.add(ls)
 	}
-	if df == 0 {
+	return pool.sd()
+}
+
+// pooledSpread pools the spread of several samples, each around its own mean.
+type pooledSpread struct {
+	ss float64
+	df int
+}
+
+// add counts one sample (fewer than 2 values add nothing).
+func (p *pooledSpread) add(ls []float64) {
+	if len(ls) < 2 {
+		return
+	}
+	mean := stats.Mean(ls)
+	for _, l := range ls {
+		p.ss += (l - mean) * (l - mean)
+	}
+	p.df += len(ls) - 1
+}
+
+// sd is the pooled standard deviation and its degrees of freedom (NaN, 0 for none).
+func (p pooledSpread) sd() (float64, int) {
+	if p.df == 0 {
 		return math.NaN(), 0
 	}
-	return math.Sqrt(ss / float64(df)), df
+	return math.Sqrt(p.ss / float64(p.df)), p.df
 }
 
 // RepsFor is about the repetitions a side at which a comparison has 80% power for a change of
