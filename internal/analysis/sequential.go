@@ -102,7 +102,7 @@ func (rv repValues) upTo(round int) []float64 {
 // or was interrupted): every state is then closed, with the reason. withP computes the
 // repeated p-values (for the summary; the runner's stopping decisions do not need them).
 // Cells of a kind without verdict metrics (gang, autoscale) run every round to the maximum.
-// Under a paired design (d.Paired, not d.Fixed) each repetition is compared with the baseline's
+// Under a paired design (d.PairedByRound()) each repetition is compared with the baseline's
 // repetition of the same number, which ran in the same round.
 func Sequential(cells []results.Cell, names []string, baseline string, d *stats.Sequential, round int, final, withP bool) map[string]*CellState {
 	groups := map[string][]*results.Cell{}
@@ -121,7 +121,7 @@ func Sequential(cells []results.Cell, names []string, baseline string, d *stats.
 	if d.Fixed {
 		design = "fixed"
 	}
-	paired := d.Paired && !d.Fixed
+	paired := d.PairedByRound()
 	out := map[string]*CellState{}
 	baseValues := map[string]repValues{}
 	for _, vm := range verdictMetrics {
@@ -155,7 +155,6 @@ func Sequential(cells []results.Cell, names []string, baseline string, d *stats.
 			if d.Fixed {
 				cp := *d
 				cp.MaxReps = max(len(bv.vals), len(tv.vals))
-				cp.Paired = false // the fixed design's order is shuffled across rounds
 				dd = &cp
 			}
 			res := dd.Compare(hist, round >= d.MaxReps || final, withP)
@@ -294,7 +293,7 @@ func sequentialRow(m *results.Metric, r stats.SeqResult, d *stats.Sequential, ba
 	c.P, c.Alpha = stats.Num(r.P), d.Alpha
 	c.Significant = r.Verdict == "faster" || r.Verdict == "slower"
 	c.Method = fmt.Sprintf("group-sequential Welch t on log repetition quantiles (%s spending, look %d of up to %d)", d.Spending, r.At+1, d.MaxReps-d.MinReps+1)
-	if d.Paired && !d.Fixed {
+	if d.PairedByRound() {
 		c.Method = fmt.Sprintf("group-sequential paired t on per-round log ratios of repetition quantiles, paired by round (%s spending, look %d of up to %d)", d.Spending, r.At+1, d.MaxReps-d.MinReps+1)
 	}
 	c.Delta = "~"
@@ -440,7 +439,7 @@ func RepsFor(effectPct, sd float64, d *stats.Sequential) int {
 	}
 	for n := 2; n <= 1000; n++ {
 		mde := stats.MDEPct(sd, n, n, c)
-		if d.Paired && !d.Fixed {
+		if d.PairedByRound() {
 			mde = stats.MDEPairedPct(sd, n, c)
 		}
 		if mde <= effectPct {

@@ -64,7 +64,7 @@ func planEstimate(w io.Writer, cfg *config.Resolved, plan *suites.Plan, earlier 
 	}
 	sd, df := analysis.Spread(earlier, "claim.p99_ms")
 	what := "between repetitions"
-	if design.Paired && !design.Fixed {
+	if design.PairedByRound() {
 		sd, df = analysis.PairedSpread(earlier, 99)
 		what = "of the per-round ratio to the baseline (paired design)"
 	}

@@ -95,7 +95,7 @@ const MaxSeqReps = 50
 // log ratios, so boundaries from its own paths spend exactly what they say.
 func (s *Sequential) Bounds(fractions []float64) []float64 {
 	key := fmt.Sprint(s.Alpha, s.Spending, s.Fixed, fractions)
-	if s.pairedT() {
+	if s.PairedByRound() {
 		key = fmt.Sprint("paired ", s.MaxReps, " ", key)
 	}
 	if b, ok := s.bounds[key]; ok {
@@ -103,7 +103,7 @@ func (s *Sequential) Bounds(fractions []float64) []float64 {
 	}
 	var z [][]float64
 	var order [][]int32
-	if s.pairedT() {
+	if s.PairedByRound() {
 		z, order = s.pairedPathsAt(fractions)
 	} else {
 		z, order = s.pathsAt(fractions)
@@ -133,7 +133,7 @@ func (s *Sequential) Bounds(fractions []float64) []float64 {
 			}
 		}
 	}
-	if s.pairedT() {
+	if s.PairedByRound() {
 		// the walk found |t| boundaries: each on the z scale of its look's degrees of freedom
 		for j, f := range fractions {
 			out[j] = tToZ(out[j], float64(pairsAt(f, s.MaxReps)-1))
@@ -146,8 +146,10 @@ func (s *Sequential) Bounds(fractions []float64) []float64 {
 	return out
 }
 
-// pairedT says the boundaries come from the paired t statistic's own null paths.
-func (s *Sequential) pairedT() bool { return s.Paired && !s.Fixed }
+// PairedByRound says comparisons pair each repetition with the baseline's of its round (Paired,
+// and not the fixed design, whose order is not in rounds); the boundaries then come from the
+// paired t statistic's own null paths.
+func (s *Sequential) PairedByRound() bool { return s.Paired && !s.Fixed }
 
 // pairsAt is the number of pairs at information fraction f of a paired design planned to
 // maxReps rounds (at least 2: the fewest with a standard deviation).
@@ -203,10 +205,10 @@ func tToZ(t, df float64) float64 {
 		return t
 	}
 	p := 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.CDF(-math.Abs(t))
-	if p == 0 {
-		return 38
+	if z := normalQuantile(1 - p/2); p > 0 && !math.IsInf(z, 0) {
+		return z
 	}
-	return normalQuantile(1 - p/2)
+	return 38 // beyond any boundary; finite so that repeatedP can bisect on it
 }
 
 // pathsAt is |Z| of every simulated path at each fraction: a standard Brownian motion W(t)
@@ -375,7 +377,7 @@ func (s *Sequential) Compare(history [][2][]float64, atMax, withP bool) SeqResul
 	}
 	var pts []pt
 	for _, h := range history {
-		if s.Paired {
+		if s.PairedByRound() {
 			base, treat := pairs(h[0], h[1])
 			n := len(base)
 			if n < s.MinReps || (len(pts) > 0 && pts[len(pts)-1].na == n) {
@@ -397,7 +399,7 @@ func (s *Sequential) Compare(history [][2][]float64, atMax, withP bool) SeqResul
 	}
 	if len(pts) == 0 {
 		res.Note = fmt.Sprintf("fewer than %d repetitions a side", s.MinReps)
-		if s.Paired {
+		if s.PairedByRound() {
 			res.Note = fmt.Sprintf("fewer than %d rounds with a repetition of both", s.MinReps)
 		}
 		return res
@@ -406,7 +408,7 @@ func (s *Sequential) Compare(history [][2][]float64, atMax, withP bool) SeqResul
 	var fractions []float64
 	for _, p := range pts {
 		f := math.Min(info(p.na, p.nb)/imax, 1)
-		if s.Paired {
+		if s.PairedByRound() {
 			f = math.Min(float64(p.na)/float64(s.MaxReps), 1)
 		}
 		if len(fractions) > 0 && f <= fractions[len(fractions)-1] {
@@ -427,7 +429,7 @@ func (s *Sequential) Compare(history [][2][]float64, atMax, withP bool) SeqResul
 		res.At = k
 		if !p.ok {
 			res.Note = "a repetition's value is not finite (failed claims at this quantile): no test"
-			if s.Paired {
+			if s.PairedByRound() {
 				res.Note = "a paired repetition's value is not finite (failed claims at this quantile): no test"
 			}
 			res.Looks[k].Pct, res.Looks[k].CI = math.NaN(), CI{Num(math.NaN()), Num(math.NaN())}
@@ -485,14 +487,8 @@ func seqZ(d, se, df, nominal float64) (z, half float64) {
 		}
 		return math.Copysign(math.Inf(1), d), 0
 	}
-	td := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}
 	t := d / se
-	p := 2 * td.CDF(-math.Abs(t))
-	z = math.Copysign(normalQuantile(1-p/2), t)
-	if math.IsInf(z, 0) || p == 0 {
-		z = math.Copysign(38, t)
-	}
-	return z, td.Quantile(1-nominal/2) * se
+	return math.Copysign(tToZ(math.Abs(t), df), t), distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(1-nominal/2) * se
 }
 
 // repeatedP is the smallest alpha for which the design, with the same looks, would have stopped
@@ -534,7 +530,7 @@ func (s *Sequential) repeatedP(fractions []float64, absZ float64) float64 {
 // measured (pooled standard deviation of the log values; under a paired design the standard
 // deviation of the per-round log ratios).
 func (s *Sequential) mde(base, treat []float64) float64 {
-	if s.Paired {
+	if s.PairedByRound() {
 		diffs, _ := logRatios(base, treat)
 		if len(diffs) < 2 {
 			return math.NaN()
@@ -641,7 +637,7 @@ func (s *Sequential) Describe() string {
 		eq = fmt.Sprintf(", or when the repeated interval lies within +-%s%% (equivalence)", strconv.FormatFloat(s.EquivalencePct, 'g', -1, 64))
 	}
 	design := "sequential design"
-	if s.Paired {
+	if s.PairedByRound() {
 		design = "sequential design, paired by round (each repetition against the baseline's of the same round)"
 	}
 	return fmt.Sprintf("%s: a look after every round from %d to %d repetitions a side, alpha %g spent %s-style over the looks; a cell stops when its verdict crosses the boundary%s",
