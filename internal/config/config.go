@@ -163,7 +163,7 @@ type Controller struct {
 type Workload struct {
 	Pool          int           `mapstructure:"pool"`   // SandboxWarmPool replicas
 	Claims        int           `mapstructure:"claims"` // burst size (mode burst)
-	Mode          string        `mapstructure:"mode"`   // burst | poisson | steps
+	Mode          string        `mapstructure:"mode"`   // burst | poisson | steps | ceiling
 	Rate          float64       `mapstructure:"rate"`   // poisson: claims/s
 	Duration      time.Duration `mapstructure:"duration"`
 	Steps         []float64     `mapstructure:"steps"` // steps: rates, each held for duration
@@ -186,6 +186,8 @@ type Workload struct {
 	// cell whose claims cannot be served warm measures a real cold start; the image is then the
 	// node's own workload image).
 	Placement string `mapstructure:"placement"`
+	// Ceiling is the search of workload.mode ceiling (config/ceiling.go).
+	Ceiling Ceiling `mapstructure:"ceiling"`
 }
 
 // PodImage is the image the sandboxes' pods run: workload.image, or on the real node the image
@@ -270,7 +272,7 @@ func Default() Config {
 		Workload: Workload{
 			Pool: 10, Claims: 10, Mode: "burst", Rate: 10, Duration: 60 * time.Second, Steps: []float64{},
 			ClaimTimeout: 3 * time.Minute, RefillTimeout: 3 * time.Minute, FillTimeout: 5 * time.Minute, RefillProjection: 10 * time.Second,
-			Image: "registry.k8s.io/pause:3.10", Placement: "simulated",
+			Image: "registry.k8s.io/pause:3.10", Placement: "simulated", Ceiling: defaultCeiling(),
 		},
 		Loadgen: Loadgen{Connections: 1, Identity: "exempt", MaxInFlight: 1000, Runner: "local", RunnerStartup: 20 * time.Second},
 		Matrix: Matrix{Brakes: []string{"none"}, Repetitions: 1, ControllerArgs: []string{}, Faults: []string{"none"},

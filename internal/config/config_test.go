@@ -142,7 +142,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"missing file", Loader{Files: []string{"/nonexistent/bb.yaml"}}, "/nonexistent/bb.yaml: cannot read config file: no such file or directory"},
 		{"invalid yaml", Loader{Files: []string{badYAML}}, badYAML + ":2: not valid YAML: did not find expected ',' or ']'"},
-		{"unknown key in file", Loader{Files: []string{unknownInFile}}, unknownInFile + `:2: key "workload.clams": unknown key (known keys here: workload.claimTimeout, workload.claims`},
+		{"unknown key in file", Loader{Files: []string{unknownInFile}}, unknownInFile + `:2: key "workload.clams": unknown key (known keys here: workload.ceiling, workload.claimTimeout, workload.claims`},
 		{"bad duration in file", Loader{Files: []string{badDurationInFile}}, badDurationInFile + `:2: key "workload.claimTimeout": expected a duration like 30s or 1m30s, got "soon"`},
 		{"negative count in file", Loader{Files: []string{negativeInFile}}, negativeInFile + `:3: key "lab.nodes.count": expected 1 to 10000, got -2`},
 		// A second document used to be dropped without a word.
@@ -180,7 +180,14 @@ func TestErrors(t *testing.T) {
 		{"bad provider, named flag", Loader{Flags: map[string]string{"cluster.provider": "eks"}, FlagNames: flagNames}, `--cluster: key "cluster.provider": expected one of lab, kind, kubeconfig, got eks`},
 		// A check that the user's own flag or --set triggers is labelled with it, not "default".
 		{"kubeconfig needs a context", Loader{Flags: kubeconfigFlag, FlagNames: flagNames}, `--cluster: key "cluster.context": expected the name of the kubeconfig context to use (brakebench never picks a real cluster for you), got "" (because cluster.provider is "kubeconfig")`},
-		{"bad mode", Loader{Sets: []string{"workload.mode=ramp"}}, `key "workload.mode": expected one of burst, poisson, steps, got ramp`},
+		{"bad mode", Loader{Sets: []string{"workload.mode=ramp"}}, `key "workload.mode": expected one of burst, poisson, steps, ceiling, got ramp`},
+		// The ceiling search: each of its keys checked only in ceiling mode, with the mode named.
+		{"ceiling factor 1", Loader{Sets: []string{"workload.mode=ceiling", "workload.ceiling.factor=1"}}, `key "workload.ceiling.factor": expected a step factor above 1, at most 10, got 1`},
+		{"ceiling max below start", Loader{Sets: []string{"workload.mode=ceiling", "workload.ceiling.start=50", "workload.ceiling.max=10"}}, `key "workload.ceiling.max": expected a rate from workload.ceiling.start up to 100000 claims/s, got 10`},
+		{"ceiling warm-up past the probe", Loader{Sets: []string{"workload.mode=ceiling", "workload.ceiling.warmup=30s", "workload.ceiling.probe=20s"}}, `key "workload.ceiling.warmup": expected a duration from 0s to under workload.ceiling.probe, got 30s`},
+		{"ceiling unknown criterion", Loader{Sets: []string{"workload.mode=ceiling", "workload.ceiling.criteria=p99,latency"}}, `key "workload.ceiling.criteria": expected a non-empty list from p99, failed, cold, pool, lag, steady, got [p99 latency]`},
+		{"ceiling NaN tolerance", Loader{Sets: []string{"workload.mode=ceiling", "workload.ceiling.tolerance=NaN"}}, `key "workload.ceiling.tolerance": expected a finite number, got NaN`},
+		{"ceiling with a fault", Loader{Suite: "apf-throttle", Sets: []string{"workload.mode=ceiling"}}, `key "matrix.faults": expected none with workload.mode ceiling`},
 		{"poisson needs a rate", Loader{Sets: []string{"workload.mode=poisson", "workload.rate=0"}}, `key "workload.rate": expected a positive rate`},
 		{"steps need steps", Loader{Sets: []string{"workload.mode=steps"}}, `--set: key "workload.steps": expected a list of rates in claims/s, got [] (because workload.mode is "steps")`},
 		{"bad step", Loader{Sets: []string{"workload.mode=steps", "workload.steps=5,-1"}}, `key "workload.steps": expected positive rates up to 100000 claims/s, item 1 is -1`},

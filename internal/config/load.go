@@ -121,7 +121,15 @@ func unknownKey(source, key string, s map[string]leaf) error {
 				near = append(near, top)
 			}
 		case strings.HasPrefix(k, section+"."):
-			near = append(near, l.key)
+			// A nested section is named once (workload.ceiling), not key by key.
+			name := l.key
+			if i := strings.Index(name[len(section)+1:], "."); i >= 0 {
+				name = name[:len(section)+1+i]
+			}
+			if !seen[name] {
+				seen[name] = true
+				near = append(near, name)
+			}
 		}
 	}
 	sort.Strings(near)

@@ -114,12 +114,12 @@ func (r *Resolved) validate() error {
 		{c.Lab.ControllerMode == "deployment" && !c.Lab.RealNode, "lab.controllerMode", "process unless lab.realNode is true (the Deployment's pod runs on the real node)", c.Lab.ControllerMode},
 		{c.Controller.Version != "" && !versionRe.MatchString(c.Controller.Version), "controller.version", "a version like v0.5.5", c.Controller.Version},
 		{outside(c.Workload.Pool, 0, maxObjects), "workload.pool", "0 to 10000", c.Workload.Pool},
-		{!oneOf(c.Workload.Mode, "burst", "poisson", "steps"), "workload.mode", "one of burst, poisson, steps", c.Workload.Mode},
+		{!oneOf(c.Workload.Mode, "burst", "poisson", "steps", "ceiling"), "workload.mode", "one of burst, poisson, steps, ceiling", c.Workload.Mode},
 		{!oneOf(c.Workload.Placement, "simulated", "real-node"), "workload.placement", "simulated or real-node", c.Workload.Placement},
 		{c.Workload.Placement == "real-node" && c.Cluster.Provider == "lab" && !c.Lab.RealNode, "workload.placement", "simulated unless lab.realNode is true (real-node places the sandboxes on the lab's real node)", c.Workload.Placement},
 		{c.Workload.Mode == "burst" && outside(c.Workload.Claims, 1, maxClaims), "workload.claims", "1 to 100000", c.Workload.Claims},
 		{c.Workload.Mode == "poisson" && (c.Workload.Rate <= 0 || c.Workload.Rate > maxRate), "workload.rate", "a positive rate up to 100000 claims/s", c.Workload.Rate},
-		{c.Workload.Mode != "burst" && outside(c.Workload.Duration, 1, maxDuration), "workload.duration", "a positive duration up to 24h", c.Workload.Duration},
+		{(c.Workload.Mode == "poisson" || c.Workload.Mode == "steps") && outside(c.Workload.Duration, 1, maxDuration), "workload.duration", "a positive duration up to 24h", c.Workload.Duration},
 		{c.Workload.Mode == "steps" && len(c.Workload.Steps) == 0, "workload.steps", "a list of rates in claims/s", "[]"},
 		{outside(c.Workload.ClaimTimeout, 1, maxDuration), "workload.claimTimeout", "a positive duration up to 24h", c.Workload.ClaimTimeout},
 		{outside(c.Workload.RefillTimeout, 1, maxDuration), "workload.refillTimeout", "a positive duration up to 24h", c.Workload.RefillTimeout},
@@ -219,6 +219,9 @@ func (r *Resolved) validate() error {
 		}
 	}
 	if err := r.validateNames(); err != nil {
+		return err
+	}
+	if err := r.validateCeiling(); err != nil {
 		return err
 	}
 	if err := r.validateGang(); err != nil {

@@ -470,6 +470,8 @@ type CellStats struct {
 	SendLagMS stats.Quantiles `json:"sendLagMs"`
 	AckMS     stats.Quantiles `json:"ackMs"`
 	Ceilings  Ceilings        `json:"ceilings"`
+	// Sustained is the ceiling search of a workload.mode ceiling cell (nil otherwise).
+	Sustained *Sustained `json:"sustained,omitempty"`
 	// RefillSeconds: T0 -> pool back at full readiness (null if it never refilled in time).
 	RefillSeconds *float64 `json:"refillSeconds"`
 	// RefillStartSeconds: T0 -> first refill sandbox created.
@@ -601,6 +603,8 @@ type Summary struct {
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// Invariants are the metrics with an ideal value, judged per repetition.
 	Invariants []InvariantVerdict `json:"invariants,omitempty"`
+	// Sustained is the cell's sustainable claim rate over its repetitions (ceiling mode only).
+	Sustained *SustainedEstimate `json:"sustained,omitempty"`
 }
 
 // Stopping records how a cell's repetitions ended.
