@@ -215,6 +215,16 @@ type Loadgen struct {
 	RunnerImage string `mapstructure:"runnerImage"` // a brakebench image built from this repository (in-cluster)
 	// RunnerStartup is how long the runner Job gets to start before the burst's T0.
 	RunnerStartup time.Duration `mapstructure:"runnerStartup"`
+	// RunnerShards is how many pods the in-cluster runner's Indexed Job runs (1 to 64): the
+	// schedule's claims are dealt out in time order (the i-th to shard i mod N), every shard fires
+	// its share at the same absolute T0, and the harness merges their records (suites/incluster.go).
+	RunnerShards int `mapstructure:"runnerShards"`
+	// MaxClockSkew is the most two runner shards' clocks may disagree, as estimated against the
+	// API server's Date header (loadgen.EstimateClock): a cell whose shards certainly disagree by
+	// more fails; one whose estimate cannot rule it out is warned about. Default 50ms: the send lag
+	// p99 one generator process already has in a 300-claim burst on the lab (7-44 ms), so shards
+	// within it offer the API server a burst no more spread out than one process does.
+	MaxClockSkew time.Duration `mapstructure:"maxClockSkew"`
 }
 
 // Matrix is what a suite varies.
@@ -274,7 +284,8 @@ func Default() Config {
 			ClaimTimeout: 3 * time.Minute, RefillTimeout: 3 * time.Minute, FillTimeout: 5 * time.Minute, RefillProjection: 10 * time.Second,
 			Image: "registry.k8s.io/pause:3.10", Placement: "simulated", Ceiling: defaultCeiling(),
 		},
-		Loadgen: Loadgen{Connections: 1, Identity: "exempt", MaxInFlight: 1000, Runner: "local", RunnerStartup: 20 * time.Second},
+		Loadgen: Loadgen{Connections: 1, Identity: "exempt", MaxInFlight: 1000, Runner: "local", RunnerStartup: 20 * time.Second,
+			RunnerShards: 1, MaxClockSkew: 50 * time.Millisecond},
 		Matrix: Matrix{Brakes: []string{"none"}, Repetitions: 1, ControllerArgs: []string{}, Faults: []string{"none"},
 			Sequential: true, MinRepetitions: 3, Equivalence: 15, Spending: "pocock", StopOn: []string{"claim.p99_ms"}, Paired: true},
 		Autoscale: Autoscale{Arms: []string{"keda", "control"}, Profiles: []string{"0-3-0"}, StepDuration: 45 * time.Second, MinReplicas: 1,

@@ -201,6 +201,11 @@ func TestErrors(t *testing.T) {
 		{"bad identity", Loader{Sets: []string{"loadgen.identity=root"}}, `key "loadgen.identity": expected exempt or serviceaccount, got root`},
 		{"zero connections", Loader{Sets: []string{"loadgen.connections=0"}}, `key "loadgen.connections": expected 1 to 1000, got 0`},
 		{"zero in flight", Loader{Sets: []string{"loadgen.maxInFlight=0"}}, `key "loadgen.maxInFlight": expected 1 to 100000, got 0`},
+		{"zero runner shards", Loader{Sets: []string{"loadgen.runnerShards=0"}}, `--set: key "loadgen.runnerShards": expected 1 to 64 (pods of the in-cluster runner's Job), got 0`},
+		{"65 runner shards", Loader{Sets: []string{"loadgen.runner=in-cluster", "loadgen.runnerImage=x", "loadgen.identity=serviceaccount", "lab.realNode=true", "loadgen.runnerShards=65"}}, `--set: key "loadgen.runnerShards": expected 1 to 64 (pods of the in-cluster runner's Job), got 65`},
+		{"runner shards on the local runner", Loader{Sets: []string{"loadgen.runnerShards=3"}}, `--set: key "loadgen.runnerShards": expected 1 unless loadgen.runner is in-cluster (only the in-cluster runner's Job is sharded over pods), got 3`},
+		{"zero clock skew", Loader{Sets: []string{"loadgen.maxClockSkew=0s"}}, `--set: key "loadgen.maxClockSkew": expected a duration from 1ms to 10s, got 0s`},
+		{"a clock skew of a minute", Loader{Sets: []string{"loadgen.maxClockSkew=1m"}}, `key "loadgen.maxClockSkew": expected a duration from 1ms to 10s, got 1m0s`},
 		{"bad version", Loader{Sets: []string{"controller.version=latest"}}, `key "controller.version": expected a version like v0.5.5, got latest`},
 		{"bad node label", Loader{Sets: []string{"lab.nodes.labels=gpu"}}, `key "lab.nodes.labels": expected key=value items, got "gpu"`},
 		{"bad lab name", Loader{Sets: []string{"lab.name=My_Lab"}}, `key "lab.name": expected a lower-case DNS label, got My_Lab`},
@@ -379,6 +384,44 @@ func TestLabHousekeepingSteps(t *testing.T) {
 			}
 			if r.Matrix.Warmup != 2 {
 				t.Errorf("warm-up %d", r.Matrix.Warmup)
+			}
+		})
+	}
+}
+
+// loadgen.runnerShards defaults to one pod and takes 1 to 64 with the in-cluster runner;
+// loadgen.maxClockSkew defaults to 50ms.
+func TestRunnerShards(t *testing.T) {
+	inCluster := []string{"loadgen.runner=in-cluster", "loadgen.runnerImage=x", "loadgen.identity=serviceaccount", "lab.realNode=true"}
+	cases := []struct {
+		name      string
+		sets      []string
+		wantN     int
+		wantSkew  time.Duration
+		wantError string
+	}{
+		{"defaults", nil, 1, 50 * time.Millisecond, ""},
+		{"three shards in-cluster", append(inCluster, "loadgen.runnerShards=3"), 3, 50 * time.Millisecond, ""},
+		{"64 shards, a tighter bound", append(inCluster, "loadgen.runnerShards=64", "loadgen.maxClockSkew=5ms"), 64, 5 * time.Millisecond, ""},
+		{"one shard on the local runner", []string{"loadgen.runnerShards=1"}, 1, 50 * time.Millisecond, ""},
+		{"two shards on the local runner", []string{"loadgen.runnerShards=2"}, 0, 0, `key "loadgen.runnerShards": expected 1 unless loadgen.runner is in-cluster`},
+		{"negative shards", append(inCluster, "loadgen.runnerShards=-1"), 0, 0, `key "loadgen.runnerShards": expected 1 to 64`},
+		{"a negative skew", []string{"loadgen.maxClockSkew=-1ms"}, 0, 0, `key "loadgen.maxClockSkew": expected a duration from 1ms to 10s, got -1ms`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Loader{Suite: "warmpool-burst", Sets: c.sets}.Load()
+			if c.wantError != "" {
+				if err == nil || !IsConfigError(err) || !strings.Contains(err.Error(), c.wantError) {
+					t.Fatalf("error %v, want a config error containing %q", err, c.wantError)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Loadgen.RunnerShards != c.wantN || r.Loadgen.MaxClockSkew != c.wantSkew {
+				t.Errorf("runnerShards %d maxClockSkew %s, want %d %s", r.Loadgen.RunnerShards, r.Loadgen.MaxClockSkew, c.wantN, c.wantSkew)
 			}
 		})
 	}

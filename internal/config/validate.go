@@ -137,6 +137,8 @@ func (r *Resolved) validate() error {
 		{c.Loadgen.Runner == "in-cluster" && (len(c.Matrix.Faults) != 1 || c.Matrix.Faults[0] != "none"), "loadgen.runner", "local unless matrix.faults is none (faults that strike the load generator need it in this process)", c.Loadgen.Runner},
 		{c.Loadgen.Runner == "in-cluster" && c.Cluster.Provider == "lab" && !c.Lab.RealNode, "loadgen.runner", "local unless lab.realNode is true (the runner's pod runs on the lab's real node)", c.Loadgen.Runner},
 		{outside(c.Loadgen.RunnerStartup, time.Second, time.Hour), "loadgen.runnerStartup", "a duration from 1s to 1h", c.Loadgen.RunnerStartup},
+		{outside(c.Loadgen.RunnerShards, 1, 64), "loadgen.runnerShards", "1 to 64 (pods of the in-cluster runner's Job)", c.Loadgen.RunnerShards},
+		{outside(c.Loadgen.MaxClockSkew, time.Millisecond, 10*time.Second), "loadgen.maxClockSkew", "a duration from 1ms to 10s", c.Loadgen.MaxClockSkew},
 		{outside(c.Matrix.Repetitions, 1, 1000), "matrix.repetitions", "1 to 1000", c.Matrix.Repetitions},
 		{outside(c.Matrix.Warmup, 0, 10), "matrix.warmup", "0 to 10", c.Matrix.Warmup},
 		{c.Matrix.Sequential && c.Matrix.Repetitions > stats.MaxSeqReps, "matrix.repetitions", fmt.Sprintf("1 to %d with matrix.sequential true", stats.MaxSeqReps) + " (the planned maximum of the sequential design; set matrix.sequential=false for more)", c.Matrix.Repetitions},
@@ -187,6 +189,10 @@ func (r *Resolved) validate() error {
 			return r.fail("matrix.faults", "cell %q is listed twice", f)
 		}
 		seenF[f] = true
+	}
+	if c.Loadgen.RunnerShards > 1 && c.Loadgen.Runner != "in-cluster" {
+		return r.failWith("loadgen.runnerShards", []string{"loadgen.runner"},
+			"expected 1 unless loadgen.runner is in-cluster (only the in-cluster runner's Job is sharded over pods), got %d", c.Loadgen.RunnerShards)
 	}
 	if c.Loadgen.Runner == "in-cluster" && (r.Suite == "gang-quota" || r.Suite == "pool-autoscaling") {
 		return r.fail("loadgen.runner", "expected local for suite %s (it fires no warm-pool burst; only the warm-pool suites run in-cluster), got in-cluster", r.Suite)
