@@ -161,6 +161,8 @@ type Cell struct {
 	Lab *LabHealth `json:"lab,omitempty"`
 	// Housekeeping is what was done to the lab just before the cell (lab.housekeeping).
 	Housekeeping *Housekeeping `json:"housekeeping,omitempty"`
+	// Runner is the in-cluster runner's record of the cell: its shards' send lag and clocks.
+	Runner *Runner `json:"runner,omitempty"`
 }
 
 // LabHealth is read without touching the cluster's objects: etcd's revision and database size
