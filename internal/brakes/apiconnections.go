@@ -33,6 +33,11 @@ func (apiConnections) Setting(s config.Section) (string, string, error) {
 	})
 }
 
+// Space: 2 to 16 connections (1 is the controller's default, no brake) on the log scale.
+func (apiConnections) Space() Dimension {
+	return Dimension{Key: "brakes.apiConnections", Kind: KindInt, Lo: 2, Hi: 16, Log: true, Default: "1"}
+}
+
 func (apiConnections) Flags(v string) []string { return []string{"--api-connections=" + v} }
 
 // Evidence: none a cell can give: the API server's in-flight gauges are not per client.

@@ -20,6 +20,9 @@ func (cacheLabelSelectors) Name() string { return "cache-label-selectors" }
 
 func (cacheLabelSelectors) Setting(config.Section) (string, string, error) { return "true", "", nil }
 
+// Space: a switch, searched as on or off.
+func (cacheLabelSelectors) Space() Dimension { return Dimension{Kind: KindBool, Default: "off"} }
+
 func (cacheLabelSelectors) Flags(string) []string { return []string{"--cache-label-selectors"} }
 
 // Evidence: none a cell can give: what the selector leaves out of the cache is the cluster's

@@ -18,6 +18,9 @@ func (disableClaimEvents) Name() string { return "disable-claim-events" }
 
 func (disableClaimEvents) Setting(config.Section) (string, string, error) { return "true", "", nil }
 
+// Space: a switch, searched as on or off.
+func (disableClaimEvents) Space() Dimension { return Dimension{Kind: KindBool, Default: "off"} }
+
 func (disableClaimEvents) Flags(string) []string { return []string{"--disable-claim-events"} }
 
 // Evidence: no Event about any claim of the cell (counted at the end of the cell); the Event

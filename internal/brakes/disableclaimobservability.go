@@ -25,6 +25,9 @@ func (disableClaimObservability) Setting(config.Section) (string, string, error)
 	return "true", "", nil
 }
 
+// Space: a switch, searched as on or off.
+func (disableClaimObservability) Space() Dimension { return Dimension{Kind: KindBool, Default: "off"} }
+
 func (disableClaimObservability) Flags(string) []string {
 	return []string{"--disable-claim-observability-annotations"}
 }

@@ -41,6 +41,11 @@ func (kubeAPIQPS) Setting(s config.Section) (string, string, error) {
 	return strconv.FormatFloat(st.QPS, 'f', -1, 64) + "/" + strconv.Itoa(st.Burst), "brakes.kubeAPIQPS", nil
 }
 
+// Space: the request rate from 5 to 500/s on the log scale; the burst stays brakes.kubeAPIBurst.
+func (kubeAPIQPS) Space() Dimension {
+	return Dimension{Key: "brakes.kubeAPIQPS", Kind: KindFloat, Lo: 5, Hi: 500, Log: true, Default: "no limit"}
+}
+
 func (kubeAPIQPS) Flags(v string) []string {
 	q, b := splitQPS(v)
 	return []string{"--kube-api-qps=" + q, "--kube-api-burst=" + b}

@@ -35,6 +35,11 @@ func (maxBatchSize) Setting(s config.Section) (string, string, error) {
 	})
 }
 
+// Space: passes of 10 to 300 sandboxes (300: the controller's default) on the log scale.
+func (maxBatchSize) Space() Dimension {
+	return Dimension{Key: "brakes.maxBatchSize", Kind: KindInt, Lo: 10, Hi: 300, Log: true, Default: "300"}
+}
+
 func (maxBatchSize) Flags(v string) []string {
 	return []string{"--sandbox-warm-pool-max-batch-size=" + v}
 }

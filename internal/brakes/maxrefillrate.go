@@ -40,6 +40,12 @@ func (maxRefillRate) Setting(s config.Section) (string, string, error) {
 	})
 }
 
+// Space: refill rates from 1 to 200 sandboxes/s on the log scale (the seeds' per-pool refill
+// ceiling is ~70-85 creates/s; below 1/s a 300-member pool takes minutes to refill).
+func (maxRefillRate) Space() Dimension {
+	return Dimension{Key: "brakes.maxRefillRate", Kind: KindFloat, Lo: 1, Hi: 200, Log: true, Default: "no limit"}
+}
+
 func (maxRefillRate) Flags(v string) []string {
 	return []string{"--sandbox-warm-pool-max-refill-rate=" + v}
 }

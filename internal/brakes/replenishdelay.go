@@ -32,6 +32,12 @@ func (replenishDelay) Setting(s config.Section) (string, string, error) {
 	})
 }
 
+// Space: holds from 0.5 s to 60 s on the log scale (longer than a burst's adoption phase at the
+// top, a fraction of it at the bottom).
+func (replenishDelay) Space() Dimension {
+	return Dimension{Key: "brakes.replenishDelay", Kind: KindDuration, Lo: 0.5, Hi: 60, Log: true, Default: "no delay"}
+}
+
 func (replenishDelay) Flags(v string) []string {
 	return []string{"--sandbox-warm-pool-replenish-delay=" + v}
 }

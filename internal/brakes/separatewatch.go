@@ -16,6 +16,9 @@ func (separateWatch) Name() string { return "separate-watch-connection" }
 
 func (separateWatch) Setting(config.Section) (string, string, error) { return "true", "", nil }
 
+// Space: a switch, searched as on or off.
+func (separateWatch) Space() Dimension { return Dimension{Kind: KindBool, Default: "off"} }
+
 func (separateWatch) Flags(string) []string { return []string{"--separate-watch-connection"} }
 
 // Evidence: none a cell can give: the API server counts no connections per client, and watch

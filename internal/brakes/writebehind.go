@@ -32,6 +32,11 @@ func (writeBehind) Setting(s config.Section) (string, string, error) {
 	})
 }
 
+// Space: windows from 50 ms to 2 s on the log scale.
+func (writeBehind) Space() Dimension {
+	return Dimension{Key: "brakes.writeBehindWindow", Kind: KindDuration, Lo: 0.05, Hi: 2, Log: true, Default: "off"}
+}
+
 func (writeBehind) Flags(v string) []string { return []string{"--sandbox-write-behind-window=" + v} }
 
 // Evidence: none a cell can give alone. What the window coalesces are PATCHes the controller

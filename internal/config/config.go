@@ -27,7 +27,9 @@ type Config struct {
 	Faults    Section   `mapstructure:"faults"`
 	GangQuota GangQuota `mapstructure:"gangQuota"`
 	Autoscale Autoscale `mapstructure:"poolAutoscaling"`
-	Out       string    `mapstructure:"out"`
+	// Tune is `brakebench tune`'s search (tune.go).
+	Tune Tune   `mapstructure:"tune"`
+	Out  string `mapstructure:"out"`
 }
 
 // GangQuota is the gang-quota suite's experiment: a Kueue-managed LeaderWorkerSet admitted
@@ -292,6 +294,7 @@ func Default() Config {
 			MetricType: "AverageValue", TargetValue: 1, PollingInterval: 5 * time.Second, SettleTimeout: 2 * time.Minute, ScaleUpPeriod: 15 * time.Second},
 		GangQuota: GangQuota{GPUQuota: 4, CPUQuota: "64", MemoryQuota: "256Gi", GPUsPerPod: 1, Size: 2, ResizeTo: 8, Replicas: 1, ScaleReplicasTo: 3,
 			Observe: 30 * time.Second, AdmitTimeout: 2 * time.Minute, KueueNamespace: "kueue-system", KueueDeployment: "kueue-controller-manager"},
-		Out: "out",
+		Tune: defaultTune(),
+		Out:  "out",
 	}
 }
