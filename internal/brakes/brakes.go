@@ -7,7 +7,8 @@
 //
 // A cell's brakes are a combination chosen in config: matrix.brakes items are "none", a brake
 // name, names joined with "+" ("replenish-delay+max-refill-rate"), or an alias for a combination
-// ("both").
+// ("both"); a tunable brake may carry its value inline ("max-refill-rate=20",
+// "replenish-delay=5s+max-refill-rate=40"), so one plan can hold several settings of one brake.
 package brakes
 
 import (
@@ -181,8 +182,11 @@ type Combination struct {
 }
 
 // Resolve parses a matrix.brakes item ("none", a name, an alias, or names joined with "+"),
-// checks every part against keep (nil: every brake) and reads its value from cfg. The error is
-// a config.Error naming the key.
+// checks every part against keep (nil: every brake) and reads its value from cfg. A tunable
+// brake's part may carry its value inline, "max-refill-rate=20" ("replenish-delay=5s+max-refill-rate=40"):
+// the value replaces the brake's key for this item only, so one matrix holds several settings of
+// one brake, and the brake's own Setting checks it. The item as written is the cell's name. The
+// error is a config.Error naming the key (matrix.brakes for a refused inline value).
 func Resolve(cfg *config.Resolved, item string, keep func(Brake) bool) (Combination, error) {
 	cb := Combination{Item: item}
 	if item == "none" {
@@ -193,18 +197,30 @@ func Resolve(cfg *config.Resolved, item string, keep func(Brake) bool) (Combinat
 		names = strings.Split(item, "+")
 	}
 	seen := map[string]bool{}
-	for _, n := range names {
+	for _, part := range names {
+		n, inline, hasValue := strings.Cut(part, "=")
 		b, ok := registry[n]
 		if !ok || (keep != nil && !keep(b)) {
 			return cb, &config.Error{Source: cfg.Source("matrix.brakes"), Key: "matrix.brakes",
-				Msg: fmt.Sprintf("expected items from %s, or brakes joined with + (e.g. replenish-delay+max-refill-rate); got %q", strings.Join(Items(keep), ", "), item)}
+				Msg: fmt.Sprintf("expected items from %s, or brakes joined with + (e.g. replenish-delay+max-refill-rate), each tunable one optionally with its value (max-refill-rate=20); got %q", strings.Join(Items(keep), ", "), item)}
 		}
 		if seen[n] {
 			return cb, &config.Error{Source: cfg.Source("matrix.brakes"), Key: "matrix.brakes", Msg: fmt.Sprintf("%q names %s twice", item, n)}
 		}
 		seen[n] = true
-		v, key, err := b.Setting(cfg.Brakes)
+		section := cfg.Brakes
+		if hasValue {
+			var err error
+			if section, err = WithValue(b, cfg.Brakes, inline); err != nil {
+				return cb, &config.Error{Source: cfg.Source("matrix.brakes"), Key: "matrix.brakes", Msg: fmt.Sprintf("%q: %v", item, err)}
+			}
+		}
+		v, key, err := b.Setting(section)
 		if err != nil {
+			if hasValue && key == b.(Tunable).Space().Key {
+				// The value written inline is what the brake refused: name the item, not the key.
+				return cb, &config.Error{Source: cfg.Source("matrix.brakes"), Key: "matrix.brakes", Msg: fmt.Sprintf("%q: %s=%s: %v", item, n, inline, err)}
+			}
 			return cb, &config.Error{Source: cfg.Source(key), Key: key, Msg: fmt.Sprintf("%v because matrix.brakes has %q", err, item)}
 		}
 		cb.Parts = append(cb.Parts, Part{b, v})
@@ -349,18 +365,27 @@ func Operands() map[string]string {
 	return out
 }
 
-// OperandValues are the brake.KEY values of a run: each brake's setting as its cells had it.
+// OperandValues are the brake.KEY values of a run: each brake's setting as its cells had it. A
+// brake whose cells had more than one setting (inline values in matrix.brakes) has no single
+// value and is left out: a gate naming it is told it has none in this run.
 func OperandValues(cells []results.Cell) map[string]float64 {
 	out := map[string]float64{}
+	several := map[string]bool{}
 	for _, c := range cells {
 		each(c.Brake, func(b Brake, v string) {
 			if o, ok := b.(Operand); ok {
 				k, _ := o.OperandKey()
 				if f := o.OperandValue(v); !math.IsNaN(f) {
+					if old, seen := out[k]; seen && old != f {
+						several[k] = true
+					}
 					out[k] = f
 				}
 			}
 		})
+	}
+	for k := range several {
+		delete(out, k)
 	}
 	return out
 }

@@ -674,7 +674,7 @@ func (r ref) eval(env *evalEnv) (value, error) {
 	case "brake":
 		v, ok := env.vals.Brakes[r.key]
 		if !ok {
-			return value{}, fmt.Errorf("brake.%s is not set in this run", r.key)
+			return value{}, fmt.Errorf("brake.%s is not set in this run, or set to more than one value (inline matrix.brakes settings: compare the cells by name)", r.key)
 		}
 		return toValue(v, r.unit), nil
 	}
