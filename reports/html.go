@@ -41,6 +41,8 @@ type Report struct {
 	Faults []FaultCell
 	// Answer is the Verdict section (nil when no cell has a verdict).
 	Answer *Answer
+	// Sustained is the ceiling search's section (nil unless a cell ran one).
+	Sustained *Sustained
 	// Incomplete heads a run that did not finish its plan ("" for a complete run): its gates are
 	// never reported as a pass.
 	Incomplete string
@@ -147,6 +149,9 @@ func Build(r *results.Results, verdicts []gates.Verdict) (*Report, error) {
 	rep.NoiseFloors = noiseFloors(r)
 	rep.Faults = faultCells(r)
 	var err error
+	if rep.Sustained, err = sustainedSection(r); err != nil {
+		return nil, err
+	}
 	if rep.Gang, err = gangArms(r); err != nil {
 		return nil, err
 	}

@@ -158,9 +158,12 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 		p.Baseline = p.Names[0]
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6272616b65))
-	if p.Design = sequentialDesign(cfg.Matrix); p.Design != nil {
+	// A ceiling cell's verdict is its search's bracket, not claim latency: the sequential rule's
+	// stopping metrics do not apply, so every cell gets matrix.repetitions searches.
+	if p.Design = sequentialDesign(cfg.Matrix); p.Design != nil && cfg.Workload.Mode != "ceiling" {
 		p.Cells = inRounds(p.Cells, rng)
 	} else {
+		p.Design = nil
 		rng.Shuffle(len(p.Cells), func(i, j int) { p.Cells[i], p.Cells[j] = p.Cells[j], p.Cells[i] })
 	}
 	wl := cfg.Workload
@@ -170,6 +173,10 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 		load = fmt.Sprintf("%d claims released together", wl.Claims)
 	case "poisson":
 		load = fmt.Sprintf("Poisson arrivals at %.4g claims/s for %s", wl.Rate, wl.Duration)
+	case "ceiling":
+		c := wl.Ceiling
+		load = fmt.Sprintf("a ceiling search: Poisson arrivals for %s per probe from %.4g claims/s (x%.4g, at most %.4g), then bisection to within %.0f%%, at most %d probes; each probe's claims deleted before the next",
+			c.Probe, c.Start, c.Factor, c.Max, 100*c.Tolerance, c.MaxProbes)
 	default:
 		load = fmt.Sprintf("steps of %s claims/s, %s each", joinFloats(wl.Steps), wl.Duration)
 	}
@@ -251,6 +258,8 @@ func (w *warmPool) Run(ctx context.Context, env *Env, plan *Plan) (*results.Resu
 			var cell results.Cell
 			if err := configureController(ctx, env, pc.Version, pc.FillFlags, &restored); err != nil {
 				cell = results.Cell{Brake: pc.Brake, Fault: pc.Fault, Error: "configure controller: " + err.Error()}
+			} else if cfg.Workload.Mode == "ceiling" {
+				cell = runCeilingCell(ctx, env, sc, pc, rng)
 			} else {
 				cell = runCell(ctx, env, sc, pc, idx, schedule(cfg.Workload, rng))
 			}

@@ -50,80 +50,17 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 	ns, labels, log := sc.Namespace, sc.Labels, sc.Timeline
 	c := env.Clients
 	phase := func(name string, since time.Time) { cell.Phases[name] = time.Since(since).Seconds() }
-	// The cell's namespace goes with the cell's last revert (after the recorder has stopped and
-	// every brake and fault revert has run), timed into teardown's parts; the runner's own
-	// deletion of the namespace, which follows, then finds it gone.
-	sc.Reverts.Push("namespace "+ns, func(ctx context.Context) error {
-		tm, err := teardown.DeleteNamespaceTimed(ctx, c, ns, 5*time.Minute)
-		if sc.phases != nil {
-			sc.phases["teardown.sweep"], sc.phases["teardown.namespace"] = tm.Sweep.Seconds(), tm.Namespace.Seconds()
-		}
-		if len(tm.Refused) > 0 {
-			env.Progress.Printf("    teardown: DeleteCollection refused for %s; the namespace controller deleted them one by one", strings.Join(tm.Refused, ", "))
-		}
-		return err
-	})
-	step := time.Now()
-	rec, err := sc.Recorder(ctx)
-	if err != nil {
-		cell.Error = err.Error()
+	pushNamespaceTeardown(env, sc)
+	rec, fillScrape, ok := prepareCell(ctx, env, sc, pc, &cell)
+	if !ok {
 		return cell
 	}
-	phase("recorder", step)
-
-	// The API server's request counters before the fill: over-creation shows most when a pool
-	// goes from empty to full, so the fill is measured as well as the refill.
-	step = time.Now()
-	fillScrape := scrapeAll(ctx, env, apiServerOnly(env.Cluster.MetricsTargets()))
-	phase("scrape_fill", step)
-	// Template and pool first, then claims (a claim created before its template waits a minute).
-	fillStart := time.Now()
-	if err := c.Apply(ctx, BenchObjects(ns, wl.Pool, wl.PodImage(), wl.Placement == "real-node"), labels); err != nil {
-		cell.Error = err.Error()
-		return cell
-	}
-	if !rec.WaitFor(ctx, wl.FillTimeout, func() bool { r, _ := rec.PoolReady(PoolName); return r >= int64(wl.Pool) }) {
-		r, _ := rec.PoolReady(PoolName)
-		cell.Error = fmt.Sprintf("pool did not fill: %d/%d Ready after %s", r, wl.Pool, wl.FillTimeout)
-		return cell
-	}
-	cell.Fill = results.Fill{Replicas: wl.Pool, Seconds: time.Since(fillStart).Seconds()}
-	phase("fill", fillStart)
-	restart := time.Now()
-	if !sameFlags(pc.FillFlags, pc.Flags) {
-		// Full pool, now the cell's brakes: restart the controller and let it reconcile the pool.
-		ctrl := env.Cluster.Controller()
-		_, err := ctrl.Configure(ctx, pc.Version, pc.Flags)
-		env.collectNotes(ctrl)
-		if err != nil {
-			cell.Error = "apply the cell's controller flags: " + err.Error()
-			return cell
-		}
-		phase("brakes.restart", restart)
-		step = time.Now()
-		if err := waitReconciled(ctx, env, time.Minute); err != nil {
-			cell.Error = err.Error()
-			return cell
-		}
-		phase("brakes.ready", step)
-	}
-
-	// Brakes that act on the cluster (not through controller flags) act now, full pool, before the burst.
-	version := pc.Version
-	if version == "" {
-		version = env.Versions["agent-sandbox"]
-	}
-	if err := brakes.FromResult(pc.Brake).Apply(ctx, &brakes.Cell{Version: version, Source: env.Source,
-		Install: installer(c, env.Journal, sc.Reverts, labels), Log: log.Add}); err != nil {
-		cell.Error = "apply brake " + err.Error()
-		return cell
-	}
-	phase("brakes", restart)
 	// The cell's fault, armed before the burst (a fault that strikes mid-burst schedules itself
 	// when told the burst's start).
 	var armed faults.Armed
+	var err error
 	if f, _ := faults.CellFaultNamed(pc.Fault); f != nil {
-		step = time.Now()
+		step := time.Now()
 		armed, err = f.Arm(ctx, &faults.Cell{Config: cfg, Clients: c, Cluster: env.Cluster, Journal: env.Journal, Reverts: sc.Reverts,
 			Labels: labels, Namespace: ns, RunID: env.RunID, Index: idx, Rec: rec, Timeline: log, DCGM: env.DCGM})
 		if err != nil {
@@ -132,7 +69,7 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 		}
 		phase("fault_arm", step)
 	}
-	step = time.Now()
+	step := time.Now()
 	targets := env.Cluster.MetricsTargets()
 	before := scrapeAll(ctx, env, targets)
 	phase("scrape_burst", step)
@@ -147,33 +84,8 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 		return runCellInCluster(ctx, env, sc, rec, cell, ns, labels, sched, before, fillScrape, targets)
 	}
 	step = time.Now()
-	genCfg := c.Config
-	if cfg.Loadgen.Identity == "serviceaccount" {
-		if genCfg, err = loadgen.ServiceAccountConfig(ctx, c.Config, c.Typed, ns, labels); err != nil {
-			cell.Error = "loadgen identity: " + err.Error()
-			return cell
-		}
-	}
-	if env.APF == nil {
-		// Once per run: how APF classifies the generator (a dry-run create, read from the response
-		// headers, as agent-sandbox's own stress tool checks its calibration).
-		apf, err := loadgen.CheckAPF(ctx, genCfg, c.Typed, ns, PoolName)
-		if err != nil {
-			env.Progress.Printf("    could not classify the load generator in APF: %v", err)
-		} else {
-			env.APF = &apf
-			if cfg.Loadgen.Identity == "exempt" && !apf.Exempt() {
-				env.Progress.Printf("    warning: the load generator is not APF-exempt (flow schema %s, priority level %s)", apf.FlowSchema, apf.PriorityLevel)
-			}
-		}
-	}
-	gen, err := loadgen.NewGenerator(genCfg, cfg.Loadgen.Connections, cfg.Loadgen.QPS, cfg.Loadgen.Burst)
+	gen, err := newGenerator(ctx, env, ns, labels)
 	if err != nil {
-		cell.Error = err.Error()
-		return cell
-	}
-	gen.Namespace, gen.Pool, gen.Prefix, gen.Labels, gen.MaxInFlight = ns, PoolName, "claim-", labels, cfg.Loadgen.MaxInFlight
-	if err := gen.Warm(ctx); err != nil {
 		cell.Error = err.Error()
 		return cell
 	}
@@ -546,4 +458,122 @@ func claimEvents(ctx context.Context, c *kube.Clients, ns string) (*int, error) 
 		}
 	}
 	return &n, nil
+}
+
+// prepareCell is every warm-pool cell's start: the recorder, the API server's counters before
+// the fill (returned), the template and pool filled, the controller restarted with the cell's
+// flags (when they differ from the fill's) and the brakes that act on the cluster applied. ok
+// false: cell.Error says what failed.
+func prepareCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, cell *results.Cell) (rec *recorder.Recorder, fillScrape scrapes, ok bool) {
+	wl, c := env.Config.Workload, env.Clients
+	ns, labels, log := sc.Namespace, sc.Labels, sc.Timeline
+	phase := func(name string, since time.Time) { cell.Phases[name] = time.Since(since).Seconds() }
+	step := time.Now()
+	rec, err := sc.Recorder(ctx)
+	if err != nil {
+		cell.Error = err.Error()
+		return nil, nil, false
+	}
+	phase("recorder", step)
+
+	// The API server's request counters before the fill: over-creation shows most when a pool
+	// goes from empty to full, so the fill is measured as well as the refill.
+	step = time.Now()
+	fillScrape = scrapeAll(ctx, env, apiServerOnly(env.Cluster.MetricsTargets()))
+	phase("scrape_fill", step)
+	// Template and pool first, then claims (a claim created before its template waits a minute).
+	fillStart := time.Now()
+	if err := c.Apply(ctx, BenchObjects(ns, wl.Pool, wl.PodImage(), wl.Placement == "real-node"), labels); err != nil {
+		cell.Error = err.Error()
+		return nil, nil, false
+	}
+	if !rec.WaitFor(ctx, wl.FillTimeout, func() bool { r, _ := rec.PoolReady(PoolName); return r >= int64(wl.Pool) }) {
+		r, _ := rec.PoolReady(PoolName)
+		cell.Error = fmt.Sprintf("pool did not fill: %d/%d Ready after %s", r, wl.Pool, wl.FillTimeout)
+		return nil, nil, false
+	}
+	cell.Fill = results.Fill{Replicas: wl.Pool, Seconds: time.Since(fillStart).Seconds()}
+	phase("fill", fillStart)
+	restart := time.Now()
+	if !sameFlags(pc.FillFlags, pc.Flags) {
+		// Full pool, now the cell's brakes: restart the controller and let it reconcile the pool.
+		ctrl := env.Cluster.Controller()
+		_, err := ctrl.Configure(ctx, pc.Version, pc.Flags)
+		env.collectNotes(ctrl)
+		if err != nil {
+			cell.Error = "apply the cell's controller flags: " + err.Error()
+			return nil, nil, false
+		}
+		phase("brakes.restart", restart)
+		step = time.Now()
+		if err := waitReconciled(ctx, env, time.Minute); err != nil {
+			cell.Error = err.Error()
+			return nil, nil, false
+		}
+		phase("brakes.ready", step)
+	}
+
+	// Brakes that act on the cluster (not through controller flags) act now, full pool, before the burst.
+	version := pc.Version
+	if version == "" {
+		version = env.Versions["agent-sandbox"]
+	}
+	if err := brakes.FromResult(pc.Brake).Apply(ctx, &brakes.Cell{Version: version, Source: env.Source,
+		Install: installer(c, env.Journal, sc.Reverts, labels), Log: log.Add}); err != nil {
+		cell.Error = "apply brake " + err.Error()
+		return nil, nil, false
+	}
+	phase("brakes", restart)
+	return rec, fillScrape, true
+}
+
+// newGenerator is the cell's load generator, its connections warmed: as the configured identity,
+// and classified in APF once per run (a dry-run create, read from the response headers, as
+// agent-sandbox's own stress tool checks its calibration).
+func newGenerator(ctx context.Context, env *Env, ns string, labels map[string]string) (*loadgen.Generator, error) {
+	cfg, c := env.Config, env.Clients
+	genCfg := c.Config
+	if cfg.Loadgen.Identity == "serviceaccount" {
+		var err error
+		if genCfg, err = loadgen.ServiceAccountConfig(ctx, c.Config, c.Typed, ns, labels); err != nil {
+			return nil, fmt.Errorf("loadgen identity: %w", err)
+		}
+	}
+	if env.APF == nil {
+		apf, err := loadgen.CheckAPF(ctx, genCfg, c.Typed, ns, PoolName)
+		if err != nil {
+			env.Progress.Printf("    could not classify the load generator in APF: %v", err)
+		} else {
+			env.APF = &apf
+			if cfg.Loadgen.Identity == "exempt" && !apf.Exempt() {
+				env.Progress.Printf("    warning: the load generator is not APF-exempt (flow schema %s, priority level %s)", apf.FlowSchema, apf.PriorityLevel)
+			}
+		}
+	}
+	gen, err := loadgen.NewGenerator(genCfg, cfg.Loadgen.Connections, cfg.Loadgen.QPS, cfg.Loadgen.Burst)
+	if err != nil {
+		return nil, err
+	}
+	gen.Namespace, gen.Pool, gen.Prefix, gen.Labels, gen.MaxInFlight = ns, PoolName, "claim-", labels, cfg.Loadgen.MaxInFlight
+	if err := gen.Warm(ctx); err != nil {
+		return nil, err
+	}
+	return gen, nil
+}
+
+// pushNamespaceTeardown puts the cell's namespace on the cell's reverts, first, so it goes last
+// (after the recorder has stopped and every brake and fault revert has run), timed into
+// teardown's parts; the runner's own deletion of the namespace, which follows, then finds it gone.
+func pushNamespaceTeardown(env *Env, sc *Scope) {
+	c, ns := env.Clients, sc.Namespace
+	sc.Reverts.Push("namespace "+ns, func(ctx context.Context) error {
+		tm, err := teardown.DeleteNamespaceTimed(ctx, c, ns, 5*time.Minute)
+		if sc.phases != nil {
+			sc.phases["teardown.sweep"], sc.phases["teardown.namespace"] = tm.Sweep.Seconds(), tm.Namespace.Seconds()
+		}
+		if len(tm.Refused) > 0 {
+			env.Progress.Printf("    teardown: DeleteCollection refused for %s; the namespace controller deleted them one by one", strings.Join(tm.Refused, ", "))
+		}
+		return err
+	})
 }

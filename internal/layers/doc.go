@@ -11,6 +11,7 @@ var Pure = []string{
 	"internal/analysis",
 	"internal/brakes",
 	"internal/catalog",
+	"internal/ceiling",
 	"internal/config",
 	"internal/flagset",
 	"internal/gates",

@@ -252,6 +252,24 @@ func TestSandboxEvents(t *testing.T) {
 			wantCounts(t, rec, 0, 2, 0)
 		},
 	}, {
+		// LiveSandboxesOf: the sandboxes of deleted claims the garbage collector still has to remove.
+		name: "live sandboxes of claims",
+		feed: func(s *recordertest.Stream) {
+			s.Claims.Add(recordertest.Claim(ns, "c1", "p", "sb1", at(0), time.Time{}, 2))
+			s.Claims.Add(recordertest.Claim(ns, "c2", "p", "sb2", at(0), time.Time{}, 3))
+			s.Claims.Add(recordertest.Claim(ns, "c3", "p", "", at(0), time.Time{}, 4))
+			s.Sandboxes.Add(recordertest.Sandbox(ns, "sb1", "SandboxClaim/c1", "warm", at(0), false, 5))
+			s.Sandboxes.Add(recordertest.Sandbox(ns, "sb2", "SandboxClaim/c2", "warm", at(0), false, 6))
+			s.Sandboxes.Delete(recordertest.Sandbox(ns, "sb2", "SandboxClaim/c2", "warm", at(0), true, 7))
+			s.Sandboxes.Add(recordertest.Sandbox(ns, "marker", "SandboxClaim/x", "", at(0), false, 8))
+		},
+		ready: hasSandbox("marker"),
+		check: func(t *testing.T, rec *recorder.Recorder, _ recorder.Snapshot, _ window) {
+			if n := rec.LiveSandboxesOf([]string{"c1", "c2", "c3", "missing"}); n != 1 {
+				t.Errorf("LiveSandboxesOf = %d, want 1 (sb1; sb2 deleted, c3 unbound, missing unknown)", n)
+			}
+		},
+	}, {
 		name: "delete event without a deletion timestamp first",
 		feed: func(s *recordertest.Stream) {
 			s.Sandboxes.Add(recordertest.Sandbox(ns, "m1", "SandboxWarmPool/p", "", at(0), false, 2))

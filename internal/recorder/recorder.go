@@ -421,6 +421,23 @@ func (r *Recorder) ReadyAmong(names []string) int {
 	return n
 }
 
+// LiveSandboxesOf counts the sandboxes bound to the claims of names that are not yet seen
+// deleted (one lock for the whole list): after their claims are deleted, what the garbage
+// collector still has to remove.
+func (r *Recorder) LiveSandboxesOf(names []string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, name := range names {
+		if c := r.claims[name]; c != nil && c.Sandbox != "" {
+			if s := r.sandboxes[c.Sandbox]; s != nil && !s.Deleted {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Refill counts, around t0: the sandboxes the warm-pool controller created that were first seen
 // at or after t0, and the claims bound to a sandbox first seen before t0 (the warm slots a refill
 // must replace). A refill is complete only when created >= taken and the pool reports itself full
