@@ -62,7 +62,7 @@ func sustainedSection(r *results.Results) (*Sustained, error) {
 			for _, p := range c.Stats.Sustained.Probes {
 				sc.Probes = append(sc.Probes, SustainedRow{Rep: c.Rep, Rate: fmt.Sprintf("%.4g", p.Rate), Completed: fmt.Sprintf("%.4g", p.Completed),
 					P50: FormatNum(float64(p.P50MS), "ms"), P99: FormatNum(float64(p.P99MS), "ms"), Lag: FormatNum(float64(p.LagP99MS), "ms"),
-					Pool: fmt.Sprintf("%d%s", p.PoolMinReady, map[bool]string{true: "", false: " (started short)"}[p.PoolRefilled]),
+					Pool:  fmt.Sprintf("%d%s", p.PoolMinReady, map[bool]string{true: "", false: " (started short)"}[p.PoolRefilled]),
 					Claim: fmt.Sprintf("%d judged, %d failed, %d cold", p.Judged, p.Failed, p.Cold), OK: p.OK, Reason: p.Reason})
 			}
 		}

@@ -123,7 +123,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&a.g.kubeconfig, "kubeconfig", "", "kubeconfig file (kubeconfig provider)")
 	pf.StringVar(&a.g.context, "context", "", "kubeconfig context (required with --cluster kubeconfig)")
 	pf.StringVar(&a.g.out, "out", "", "output directory for results (default out/)")
-	root.AddCommand(a.labCmd(), a.suitesCmd(), a.runCmd(), a.planCmd(), a.configCmd(), a.reportCmd(), a.compareCmd(), a.trendCmd(), a.reproduceCmd(), a.cleanupCmd(), a.exporterCmd(), a.agentCmd())
+	root.AddCommand(a.labCmd(), a.suitesCmd(), a.runCmd(), a.planCmd(), a.configCmd(), a.reportCmd(), a.compareCmd(), a.trendCmd(), a.reproduceCmd(), a.cleanupCmd(), a.exporterCmd(), a.agentCmd(), a.sizingCmd())
 	for _, c := range root.Commands() {
 		switch c.Name() {
 		case "suites", "report", "compare", "trend":
