@@ -214,7 +214,16 @@ func correctness(c *results.Cell, in cellInput) {
 	// as is the API server's refill create ratio. (A refill that ran out the whole wait keeps its
 	// ratio; the invariant skips it, analysis.settled.)
 	unfinished := in.projection != nil
-	if slots := float64(c.Stats.Warm); slots > 0 && !unfinished {
+	// A slot is a warm member a claim took, whether or not that claim then turned Ready in time
+	// (a claim that adopted a member and timed out, or was deleted first, as a ceiling search's
+	// probes are, still emptied a slot the refill must replace).
+	slots := 0.0
+	for _, cl := range c.Claims {
+		if cl.LaunchType == "warm" {
+			slots++
+		}
+	}
+	if slots > 0 && !unfinished {
 		v := sum(c.Timeline.RefillCreates) / slots
 		cr.RefillCreatesPerSlot = &v
 	}

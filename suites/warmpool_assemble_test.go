@@ -87,6 +87,13 @@ func TestAssembleKnownCell(t *testing.T) {
 		cr.PoolExcessMax != 1 || cr.Orphans != 1 || cr.DoubleBound != 0 {
 		t.Errorf("correctness %+v (per slot %v, per sandbox %v)", cr, *cr.RefillCreatesPerSlot, *cr.PodCreatesPerSandbox)
 	}
+	// A claim that took a warm member and never turned Ready (timed out, or deleted first as a
+	// ceiling probe's are) still emptied a slot: 4 refill creates for 4 slots, not over-creation.
+	inBound := handMadeCell(results.Brake{})
+	inBound.snap.Claims["c3"] = recorder.Claim{Bound: inBound.t0.Add(50 * time.Millisecond), Sandbox: "warmc3", LastReason: "SandboxNotReady"}
+	if got := assemble(inBound).Stats.Correctness.RefillCreatesPerSlot; got == nil || *got != 1 {
+		t.Errorf("a bound claim that failed is not counted as a slot: creates per slot %v, want 1", got)
+	}
 	in := handMadeCell(results.Brake{})
 	c2 := in.snap.Claims["c1"]
 	c2.Sandbox = "warmc0"
