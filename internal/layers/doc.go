@@ -1,6 +1,6 @@
 // Package layers holds the test that keeps brakebench's pure layers pure: the packages that
 // compute, judge and render results (stats, results, the metric catalogue, brakes' definitions,
-// analysis, gates, reports, trend, and what they stand on) import nothing that talks to a
+// analysis, gates, reports, trend, the tuner, and what they stand on) import nothing that talks to a
 // cluster: no client-go, and no brakebench package outside this list.
 package layers
 
@@ -22,6 +22,7 @@ var Pure = []string{
 	"internal/scrape",
 	"internal/stats",
 	"internal/trend",
+	"internal/tune",
 	"internal/yamldoc",
 	"reports",
 }
