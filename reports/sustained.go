@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"html/template"
+	"io"
 	"math"
 
 	"gonum.org/v1/plot/plotter"
@@ -170,4 +171,18 @@ func sustainedChart(r *results.Results, title, y string, value func(results.Sust
 func glyph(i int) draw.GlyphDrawer {
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.BoxGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{}, draw.RingGlyph{}}
 	return shapes[i%len(shapes)]
+}
+
+// SustainedLines prints the ceiling first, one line per cell that searched, with its change
+// against the baseline (nothing when no cell ran a search).
+func SustainedLines(w io.Writer, r *results.Results) {
+	sec, err := sustainedSection(r)
+	if err != nil || sec == nil {
+		return
+	}
+	fmt.Fprintln(w, "sustained ceiling (against "+r.Baseline+"):")
+	for _, c := range sec.Cells {
+		fmt.Fprintf(w, "  %s: %s\n      change: %s\n", c.Cell, c.Estimate, c.Change)
+	}
+	fmt.Fprintln(w)
 }

@@ -80,6 +80,7 @@ func Table(w io.Writer, r *results.Results) {
 	if t := IncompleteText(r); t != "" {
 		fmt.Fprintln(w, t)
 	}
+	SustainedLines(w, r)
 	Verdicts(w, r)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	var head []string

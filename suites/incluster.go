@@ -98,14 +98,6 @@ func runnerJob(ns, image string, spec loadgen.AgentSpec, labels map[string]strin
 	}}, nil
 }
 
-// fireInCluster runs the cell's burst from the runner Job (loadgen.runner in-cluster) and
-// returns the burst as sent and each claim's Ready time as the runner saw it (fireInClusterInto,
-// without the runner's own record).
-func fireInCluster(ctx context.Context, env *Env, spec loadgen.AgentSpec, labels map[string]string) ([]loadgen.Sent, map[string]time.Time, error) {
-	var cell results.Cell
-	return fireInClusterInto(ctx, env, spec, labels, &cell)
-}
-
 // harnessClockMargin is how long before T0 the harness stops estimating its own clock: its
 // probes must not add to the burst's load (on the lab it shares the CPUs with the API server).
 const harnessClockMargin = 200 * time.Millisecond

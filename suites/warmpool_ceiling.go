@@ -43,7 +43,7 @@ func criteriaOf(c config.Ceiling) ceiling.Criteria {
 		case "lag":
 			cr.LagGrowth = c.LagGrowth
 		case "steady":
-			cr.SteadyTol = c.SteadyTolerance
+			cr.SteadyTol, cr.SteadyFloor = c.SteadyTolerance, c.SteadyFloor
 		}
 	}
 	return cr

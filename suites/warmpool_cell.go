@@ -323,7 +323,7 @@ func runCellInCluster(ctx context.Context, env *Env, sc *Scope, rec *recorder.Re
 		ClaimTimeout: wl.ClaimTimeout}
 	env.Progress.Printf("    in-cluster runner: burst of %d at %s (Job %s/%s, image %s)", len(sched), t0.Format("15:04:05.000"), ns, RunnerName, cfg.Loadgen.RunnerImage)
 	cell.Phases["runner_startup"] = time.Until(t0).Seconds()
-	fired, readyAt, err := fireInCluster(ctx, env, spec, labels)
+	fired, readyAt, err := fireInClusterInto(ctx, env, spec, labels, &cell)
 	if err != nil {
 		cell.Error = "in-cluster runner: " + err.Error()
 		return cell

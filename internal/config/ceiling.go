@@ -30,6 +30,9 @@ type Ceiling struct {
 	// SteadyTolerance: the last window's claim p99 may exceed the previous window's by this
 	// fraction before the probe counts as "latency still rising".
 	SteadyTolerance float64 `mapstructure:"steadyTolerance"`
+	// SteadyFloor: a last window whose claim p99 is at or below it is steady whatever the
+	// previous window's (a rise from 0.5 s to 0.8 s is window jitter, not a growing queue).
+	SteadyFloor time.Duration `mapstructure:"steadyFloor"`
 	// LagGrowth: the last window's send-lag p99 above LagGrowth x the previous window's (and
 	// above 100 ms) is send lag growing without bound.
 	LagGrowth float64 `mapstructure:"lagGrowth"`
@@ -41,7 +44,7 @@ var CeilingCriteria = []string{"p99", "failed", "cold", "pool", "lag", "steady"}
 func defaultCeiling() Ceiling {
 	return Ceiling{Start: 5, Factor: 2, Max: 640, Tolerance: 0.15, MaxProbes: 12, Probe: 20 * time.Second, Warmup: 5 * time.Second,
 		Windows: 2, Settle: 30 * time.Second, Criteria: []string{"p99", "failed", "steady"}, SLO: 5 * time.Second,
-		SteadyTolerance: 0.5, LagGrowth: 3}
+		SteadyTolerance: 0.5, SteadyFloor: time.Second, LagGrowth: 3}
 }
 
 // validateCeiling checks workload.ceiling when workload.mode is ceiling.
@@ -70,6 +73,7 @@ func (r *Resolved) validateCeiling() error {
 		{len(c.Criteria) == 0 || !allOneOf(c.Criteria, CeilingCriteria...), "workload.ceiling.criteria", "a non-empty list from p99, failed, cold, pool, lag, steady", c.Criteria},
 		{outside(c.SLO, time.Millisecond, maxDuration), "workload.ceiling.slo", "a duration from 1ms to 24h", c.SLO},
 		{bad(c.SteadyTolerance) || c.SteadyTolerance <= 0 || c.SteadyTolerance > 10, "workload.ceiling.steadyTolerance", "a fraction above 0, at most 10", c.SteadyTolerance},
+		{outside(c.SteadyFloor, 0, maxDuration), "workload.ceiling.steadyFloor", "a duration from 0s to 24h", c.SteadyFloor},
 		{bad(c.LagGrowth) || c.LagGrowth <= 1 || c.LagGrowth > 1000, "workload.ceiling.lagGrowth", "a factor above 1, at most 1000", c.LagGrowth},
 		{r.Loadgen.Runner != "local", "loadgen.runner", "local with workload.mode ceiling (each probe's rate is chosen from the last one's outcome, in this process)", r.Loadgen.Runner},
 		{len(r.Matrix.Faults) != 1 || r.Matrix.Faults[0] != "none", "matrix.faults", "none with workload.mode ceiling (a fault's timing is per burst, a search has many probes)", r.Matrix.Faults},
