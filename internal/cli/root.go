@@ -106,7 +106,11 @@ func interrupted(what string) error {
 
 // NewRoot builds the command tree.
 func NewRoot(stdout, stderr io.Writer) *cobra.Command {
-	a := &app{stdout: stdout, stderr: stderr}
+	return newRoot(&app{stdout: stdout, stderr: stderr})
+}
+
+// newRoot builds the command tree on a (tests set its moduleDir).
+func newRoot(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "brakebench",
 		Short:         "Chaos and benchmark harness for Kubernetes control-loop brakes",
@@ -114,8 +118,8 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	pf := root.PersistentFlags()
 	pf.StringArrayVarP(&a.g.files, "file", "f", nil, "config file (YAML); repeatable, later files win")
 	pf.StringArrayVar(&a.g.sets, "set", nil, "override one config key: --set workload.claims=60 (repeatable)")
@@ -123,7 +127,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&a.g.kubeconfig, "kubeconfig", "", "kubeconfig file (kubeconfig provider)")
 	pf.StringVar(&a.g.context, "context", "", "kubeconfig context (required with --cluster kubeconfig)")
 	pf.StringVar(&a.g.out, "out", "", "output directory for results (default out/)")
-	root.AddCommand(a.labCmd(), a.suitesCmd(), a.runCmd(), a.planCmd(), a.configCmd(), a.reportCmd(), a.compareCmd(), a.trendCmd(), a.reproduceCmd(), a.cleanupCmd(), a.exporterCmd(), a.agentCmd(), a.sizingCmd())
+	root.AddCommand(a.labCmd(), a.suitesCmd(), a.runCmd(), a.planCmd(), a.configCmd(), a.reportCmd(), a.compareCmd(), a.trendCmd(), a.reproduceCmd(), a.cleanupCmd(), a.exporterCmd(), a.agentCmd(), a.sizingCmd(), a.tuneCmd())
 	for _, c := range root.Commands() {
 		switch c.Name() {
 		case "suites", "report", "compare", "trend":

@@ -64,10 +64,11 @@ type Round struct {
 
 // Candidate is one tried setting with what the search measured of it.
 type Candidate struct {
-	Item   string            `json:"item"`
-	Values map[string]string `json:"values"`
-	Reps   int               `json:"reps"`   // search repetitions it got
-	Rounds int               `json:"rounds"` // the last round it ran in
+	Item      string            `json:"item"`
+	Values    map[string]string `json:"values"`
+	Reps      int               `json:"reps"`      // search repetitions it got
+	Iteration int               `json:"iteration"` // the iteration it was drawn in
+	Rounds    int               `json:"rounds"`    // the last round it ran in
 	// Pct is the estimated change of the objective against the baseline (%, from the mean log
 	// ratio), CI its per-setting 95% interval (not corrected for the selection); Compared is
 	// how many repetitions had a baseline repetition to compare with.

@@ -124,6 +124,7 @@ func FromConfig(cfg *config.Resolved) (*Spec, error) {
 		{len(cfg.Controller.Versions) > 1, "controller.versions", "at most one version for tune (it searches one controller's settings; compare versions with run --preset upgrade)", cfg.Controller.Versions},
 		{len(cfg.Matrix.ControllerArgs) > 1, "matrix.controllerArgs", "at most one set of flags for tune (every cell gets it)", cfg.Matrix.ControllerArgs},
 		{len(cfg.Matrix.Faults) != 1 || cfg.Matrix.Faults[0] != "none", "matrix.faults", "none for tune (a fault cell would multiply every candidate)", cfg.Matrix.Faults},
+		{cfg.Workload.Mode == "ceiling", "workload.mode", "burst, poisson or steps for tune (it minimises a latency; a ceiling search finds a rate)", cfg.Workload.Mode},
 	}
 	for _, ch := range checks {
 		if ch.bad {
@@ -223,6 +224,14 @@ func (d Dim) parse(v string) (float64, error) {
 func (d Dim) format(x float64) string {
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 2, 64), 64)
 	return d.exact(math.Min(math.Max(r, d.Lo), d.Hi))
+}
+
+// Range is the searched range in the brake's notation ("1..200", "500ms..1m0s", "on/off").
+func (d Dim) Range() string {
+	if d.Kind == brakes.KindBool {
+		return "on/off"
+	}
+	return d.exact(d.Lo) + ".." + d.exact(d.Hi)
 }
 
 // exact writes x as the brake's value, unrounded.

@@ -77,6 +77,7 @@ func TestSpecErrors(t *testing.T) {
 		{[]string{"tune.confirmRepetitions=60"}, `expected 3 to 50 with matrix.sequential true`},
 		{[]string{"controller.versions=v0.5.5,v1.0.1"}, `key "controller.versions": expected at most one version for tune`},
 		{[]string{"matrix.faults=none,apf-throttle"}, `key "matrix.faults": expected none for tune`},
+		{[]string{"workload.mode=ceiling"}, `key "workload.mode": expected burst, poisson or steps for tune`},
 	}
 	for _, tc := range cases {
 		cfg, err := config.Loader{Suite: "warmpool-burst", Sets: tc.sets}.Load()

@@ -160,13 +160,8 @@ func (sp *Spec) Schedule() []PlannedRound {
 	var out []PlannedRound
 	left, iters, carried := sp.Budget, sp.Iterations(), 0
 	for it := 1; it <= iters; it++ {
-		share := left / (iters - it + 1)
-		keep := Elites
-		if it == iters {
-			keep, share = 1, left
-		}
-		n := sp.first(share, keep, it)
-		n = max(n, carried)
+		share, keep := sp.iteration(left, it)
+		n := max(sp.first(share, keep, it), carried)
 		k := halvings(n, keep)
 		spent := 0
 		for i := 0; i < k; i++ {
@@ -180,6 +175,29 @@ func (sp *Spec) Schedule() []PlannedRound {
 		}
 		left -= spent
 		carried = min(keep, n)
+	}
+	return out
+}
+
+// iteration is iteration it's share of the left cells (an equal share of what is left; the
+// last takes all) and how many candidates it hands on (Elites; the last one 1).
+func (sp *Spec) iteration(left, it int) (share, keep int) {
+	iters := sp.Iterations()
+	if it >= iters {
+		return left, 1
+	}
+	return left / (iters - it + 1), Elites
+}
+
+// rng is the tune's random source: the candidates are drawn from it, so a seed gives a search.
+func (sp *Spec) rng() *rand.Rand { return rand.New(rand.NewPCG(uint64(sp.Seed), 0x74756e65)) }
+
+// FirstCandidates are the first iteration's candidates as Run draws them (for a dry run).
+func (sp *Spec) FirstCandidates() []Setting {
+	share, keep := sp.iteration(sp.Budget, 1)
+	var out []Setting
+	for _, p := range sp.Sample(sp.first(share, keep, 1), sp.rng(), map[string]bool{"none": true}) {
+		out = append(out, p.s)
 	}
 	return out
 }
@@ -232,7 +250,7 @@ func Run(ctx context.Context, sp *Spec, ev Evaluator, opt Options) (*Result, err
 		Dims: sp.Dims, Budget: sp.Budget, Seed: sp.Seed, Paired: sp.Paired, ConfirmDesign: sp.Design.Describe()}
 	t.res.Notes = append(t.res.Notes, BiasNote)
 	t.res.Method = t.method()
-	winner, err := t.search(ctx, ev, rand.New(rand.NewPCG(uint64(sp.Seed), 0x74756e65)))
+	winner, err := t.search(ctx, ev, sp.rng())
 	t.summarize()
 	if err != nil {
 		return t.res, err
@@ -264,11 +282,7 @@ func (t *tuner) search(ctx context.Context, ev Evaluator, rng *rand.Rand) (*cand
 	var firstN int
 	round := 0
 	for it := 1; it <= iters; it++ {
-		share := left / (iters - it + 1)
-		keep := Elites
-		if it == iters {
-			keep, share = 1, left
-		}
+		share, keep := t.sp.iteration(left, it)
 		n := t.sp.first(share, keep, it)
 		var pool []*cand
 		if it == 1 {
@@ -820,7 +834,7 @@ func (t *tuner) summarize() {
 		if c.reps > 0 && c.est.n == 0 && math.IsNaN(c.est.mean) {
 			c.est = t.estimate(c)
 		}
-		t.res.Candidates = append(t.res.Candidates, Candidate{Item: c.s.Item, Values: c.s.Values, Reps: c.reps, Rounds: c.last,
+		t.res.Candidates = append(t.res.Candidates, Candidate{Item: c.s.Item, Values: c.s.Values, Reps: c.reps, Iteration: c.iter, Rounds: c.last,
 			Pct: pct(c.est.mean), CI: stats.CI{Lo: pct(c.est.lo), Hi: pct(c.est.hi)}, Compared: c.est.n, Checks: c.checks, Feasible: c.feasibl, Fate: c.fate})
 	}
 }

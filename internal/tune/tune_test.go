@@ -92,6 +92,23 @@ func (sp *Spec) FirstRoundForTest() int {
 	return sh[0].Candidates
 }
 
+// A dry run's first settings are the ones the tune runs first.
+func TestFirstCandidatesAreRunFirst(t *testing.T) {
+	sp := loadSpec(t, "tune.seed=9")
+	ev := &simEval{w: world{effect: func(map[string]float64) float64 { return 0 }}, sp: sp, rng: rand.New(rand.NewPCG(1, 2))}
+	res, err := Run(context.Background(), sp, ev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, s := range sp.FirstCandidates() {
+		want = append(want, s.Item)
+	}
+	if !slices.Equal(res.Rounds[0].Candidates, want) || len(want) != sp.Schedule()[0].Candidates {
+		t.Errorf("first round %v, dry run %v", res.Rounds[0].Candidates, want)
+	}
+}
+
 // The schedule never plans more than the budget, and a tiny budget still runs one round.
 func TestScheduleWithinBudget(t *testing.T) {
 	for _, brakes := range []string{"max-refill-rate", "max-refill-rate,replenish-delay", "disable-claim-events", "max-refill-rate,replenish-delay,kube-api-qps"} {
