@@ -49,6 +49,9 @@ func sustainedSection(r *results.Results) (*Sustained, error) {
 		} else if m, ok := r.Find(s.Name, "ceiling.claims_per_second"); ok && m.Delta != nil {
 			d := m.Delta
 			sc.Change = fmt.Sprintf("~ (%+.1f%%, p=%.3f)", float64(d.Pct), float64(d.Comparison.P))
+			if math.IsNaN(float64(d.Comparison.P)) {
+				sc.Change = fmt.Sprintf("~ (%+.1f%%: %s)", float64(d.Pct), shortNote(d.Comparison.Note))
+			}
 			if d.Comparison.Significant {
 				sc.Change = fmt.Sprintf("%+.1f%% (p=%.3f)", float64(d.Pct), float64(d.Comparison.P))
 			}
