@@ -70,7 +70,8 @@ func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, d
 	lo, hi := sq.bounds()
 	ov := env.Progress.Overall("cells", lo+warmups(env), hi+warmups(env))
 	defer ov.Finish()
-	warmUp(ctx, env, plan, res, run, ov)
+	gate := &namespaceGate{}
+	warmUp(ctx, env, gate, plan, res, run, ov)
 	sq.done = 0
 	for i, pc := range plan.Cells {
 		// Rounds exist only under the sequential design (the fixed design's order is shuffled
@@ -101,7 +102,7 @@ func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, d
 		}
 		env.Progress.Printf("==> cell %d of %s: %s (%s)", sq.done+1, sq.planned(), pc.ID, describe(pc))
 		ov.Start(pc.ID + label(env, pc))
-		cell := runBetween(ctx, env, pc, i, run)
+		cell := runBetween(ctx, env, gate, pc, i, run)
 		ov.Done()
 		sq.done++
 		sq.left[pc.Name]--
@@ -235,7 +236,7 @@ func noteErrors(env *Env, res *results.Results, id string, cell results.Cell) {
 // measured cells (a fresh lab serves its first cell faster than every later one), with the same
 // housekeeping and scope, and records them in res.Warmup only: no analysis, gate or drift sees
 // them. A warm-up that fails is a run error (the lab is not as the measured cells expect).
-func warmUp(ctx context.Context, env *Env, plan *Plan, res *results.Results, run cellFunc, ov *progress.Overall) {
+func warmUp(ctx context.Context, env *Env, gate *namespaceGate, plan *Plan, res *results.Results, run cellFunc, ov *progress.Overall) {
 	if env.Config == nil || env.Config.Matrix.Warmup <= 0 {
 		return
 	}
@@ -257,7 +258,7 @@ func warmUp(ctx context.Context, env *Env, plan *Plan, res *results.Results, run
 		pc.ID, pc.Rep = fmt.Sprintf("warmup-%d", w), 0
 		env.Progress.Printf("==> warm-up %d/%d: %s, not measured", w, env.Config.Matrix.Warmup, pc.Name)
 		ov.Start(pc.ID + label(env, pc))
-		cell := runBetween(ctx, env, pc, len(plan.Cells)+w-1, run)
+		cell := runBetween(ctx, env, gate, pc, len(plan.Cells)+w-1, run)
 		ov.Done()
 		res.Warmup = append(res.Warmup, cell)
 		noteErrors(env, res, pc.ID, cell)
@@ -265,8 +266,14 @@ func warmUp(ctx context.Context, env *Env, plan *Plan, res *results.Results, run
 }
 
 // runBetween runs one cell after the lab's housekeeping and health snapshot. A lab that lost a
-// process is broken: the cell is recorded as not run rather than measuring timeouts.
-func runBetween(ctx context.Context, env *Env, pc PlannedCell, idx int, run cellFunc) results.Cell {
+// process is broken, and a namespace an earlier cell's teardown left behind is still being
+// deleted: either way the cell is recorded as not run rather than measuring timeouts or that
+// deletion. After the cell, a namespace its teardown left behind is waited for (gate.settle).
+func runBetween(ctx context.Context, env *Env, gate *namespaceGate, pc PlannedCell, idx int, run cellFunc) results.Cell {
+	if why := gate.blocks(ctx, env); why != "" {
+		return results.Cell{ID: pc.ID, Name: pc.Name, Rep: pc.Rep, Brake: pc.Brake, Fault: pc.Fault,
+			Controller: results.Controller{Version: pc.Version, Flags: pc.Flags}, Error: "not run: " + why}
+	}
 	health, hk := betweenCells(ctx, env)
 	if hk != nil && hk.Error != "" {
 		env.Progress.Printf("    lab housekeeping failed (the cell runs on the lab as it is): %s", hk.Error)
@@ -278,9 +285,74 @@ func runBetween(ctx context.Context, env *Env, pc PlannedCell, idx int, run cell
 			Error:      "not run: the lab is broken, these of its processes no longer run: " + strings.Join(health.Down, ", ")}
 	} else {
 		cell = runScoped(ctx, env, pc, idx, run)
+		gate.settle(ctx, env, pc, &cell)
 	}
 	cell.Lab, cell.Housekeeping = health, hk
 	return cell
+}
+
+// cellTeardownTimeout bounds the runner's deletion of a cell's namespace, and its wait for a
+// namespace a cell's teardown left behind.
+var cellTeardownTimeout = 5 * time.Minute
+
+// namespaceGate keeps a cell from starting while an earlier cell's namespace is still being
+// deleted: the deletion of thousands of objects loads the API server, etcd and the controllers
+// as much as a burst does, and a cell beside it would measure it too.
+type namespaceGate struct {
+	ns, cell string    // the namespace left behind and the cell it was
+	since    time.Time // when that cell's teardown began
+}
+
+// settle runs after a cell whose teardown failed: if the cell's namespace is still there, it
+// waits for it on a watch, up to cellTeardownTimeout (the namespace controller goes on deleting
+// it; a second sweep would only compete with it), and records the wait in the cell. A namespace
+// still there after that closes the gate. Nothing is waited for after an interrupt.
+func (g *namespaceGate) settle(ctx context.Context, env *Env, pc PlannedCell, cell *results.Cell) {
+	if cell.TeardownError == "" || cell.Namespace == "" || ctx.Err() != nil {
+		return
+	}
+	began := time.Now().Add(-time.Duration(cell.Phases["teardown"] * float64(time.Second)))
+	c, ns := env.Clients, cell.Namespace
+	exists, _, err := teardown.NamespaceRemaining(ctx, c, ns)
+	if err == nil && !exists {
+		return
+	}
+	env.Progress.Printf("    the teardown left namespace %s; waiting up to %s for it to go before the next cell", ns, cellTeardownTimeout)
+	start := time.Now()
+	werr := teardown.WaitNamespaceGone(ctx, c, ns, cellTeardownTimeout)
+	wait := &results.TeardownWait{Seconds: time.Since(start).Seconds(), Gone: werr == nil}
+	if cell.Teardown == nil {
+		cell.Teardown = &results.Teardown{}
+	}
+	cell.Teardown.Wait = wait
+	if werr == nil {
+		env.Progress.Printf("    namespace %s gone after %.0f s more", ns, wait.Seconds)
+		return
+	}
+	_, wait.Remaining, _ = teardown.NamespaceRemaining(context.WithoutCancel(ctx), c, ns)
+	g.ns, g.cell, g.since = ns, pc.ID, began
+}
+
+// blocks says why the next cell may not start ("" when it may): the namespace an earlier cell
+// left behind still exists. A namespace gone since opens the gate again.
+func (g *namespaceGate) blocks(ctx context.Context, env *Env) string {
+	if g.ns == "" {
+		return ""
+	}
+	exists, remaining, err := teardown.NamespaceRemaining(ctx, env.Clients, g.ns)
+	if err == nil && !exists {
+		env.Progress.Printf("    namespace %s (cell %s) is gone now, %.0f s after its teardown began; cells run again", g.ns, g.cell, time.Since(g.since).Seconds())
+		g.ns = ""
+		return ""
+	}
+	if err != nil {
+		remaining = "could not read it: " + err.Error()
+	}
+	if remaining != "" {
+		remaining = " (" + remaining + ")"
+	}
+	return fmt.Sprintf("the previous cell's namespace %s (cell %s) is still being deleted after %.0f s%s; a cell sharing the API server with that deletion would measure it too",
+		g.ns, g.cell, time.Since(g.since).Seconds(), remaining)
 }
 
 // betweenCells tidies the lab before a cell when lab.housekeeping asks for it, then records the
@@ -321,13 +393,27 @@ func runScoped(ctx context.Context, env *Env, pc PlannedCell, idx int, run cellF
 		clients: c, start: time.Now(), phases: map[string]float64{},
 	}
 	sc.Reverts.Push("namespace "+sc.Namespace, func(ctx context.Context) error {
-		return teardown.DeleteNamespace(ctx, c, sc.Namespace, 5*time.Minute)
+		return teardown.DeleteNamespace(ctx, c, sc.Namespace, cellTeardownTimeout)
 	})
 	env.Reverts.Push("cell "+pc.ID, sc.Reverts.Run)
 	defer func() {
 		down := time.Now()
-		if err := sc.Reverts.Run(context.WithoutCancel(ctx)); err != nil {
+		// Every deletion of the namespace in the cell's reverts is recorded, a suite's own
+		// (warm-pool cells delete theirs, timed into phases, before the runner's) included.
+		var td results.Teardown
+		tctx := teardown.WithTrace(context.WithoutCancel(ctx), func(ns string, tm teardown.Timings, err error) {
+			if ns == sc.Namespace && !tm.AlreadyGone {
+				td.Deletions = append(td.Deletions, deletionRecord(tm, err))
+			}
+		})
+		if err := sc.Reverts.Run(tctx); err != nil {
 			cell.TeardownError = err.Error()
+		}
+		if len(td.Deletions) > 0 {
+			cell.Teardown = &td
+			if _, ok := sc.phases["teardown.sweep"]; !ok {
+				sc.phases["teardown.sweep"], sc.phases["teardown.namespace"] = td.Deletions[0].SweepSeconds, td.Deletions[0].NamespaceSeconds
+			}
 		}
 		sc.Phase("teardown", down)
 		sc.Phase("total", sc.start)
@@ -349,6 +435,23 @@ func runScoped(ctx context.Context, env *Env, pc PlannedCell, idx int, run cellF
 		return results.Cell{Brake: pc.Brake, Fault: pc.Fault, Error: "create namespace: " + err.Error()}
 	}
 	return run(ctx, sc, pc, idx)
+}
+
+// deletionRecord is a namespace deletion's timings as results record them.
+func deletionRecord(tm teardown.Timings, err error) results.NamespaceDeletion {
+	d := results.NamespaceDeletion{Method: string(tm.Method), SweepSeconds: tm.Sweep.Seconds(), NamespaceSeconds: tm.Namespace.Seconds(), Refused: tm.Refused}
+	if err != nil {
+		d.Error = err.Error()
+	}
+	for _, k := range tm.Kinds {
+		sk := results.SweepKind{Resource: k.Resource, Seconds: k.Duration.Seconds(), Found: k.Found, Deleted: k.Deleted, Left: k.Left,
+			Requests: k.Requests, Timeouts: k.Timeouts, Refused: k.Refused, NotServed: k.NotServed}
+		if k.Err != nil {
+			sk.Error = k.Err.Error()
+		}
+		d.Kinds = append(d.Kinds, sk)
+	}
+	return d
 }
 
 // flagList prints controller flags for a progress line ("none" when there are none).

@@ -163,6 +163,55 @@ type Cell struct {
 	Housekeeping *Housekeeping `json:"housekeeping,omitempty"`
 	// Runner is the in-cluster runner's record of the cell: its shards' send lag and clocks.
 	Runner *Runner `json:"runner,omitempty"`
+	// Teardown is how the cell's namespace was deleted (absent in results written before it
+	// was recorded, and for cells not run).
+	Teardown *Teardown `json:"teardown,omitempty"`
+}
+
+// Teardown is how a cell's namespace went: each deletion of it that found it (normally one: a
+// suite's own; the runner's follows only when that one left the namespace), then, when those
+// left it still there, the runner's wait for it before the next cell.
+type Teardown struct {
+	Deletions []NamespaceDeletion `json:"deletions,omitempty"`
+	Wait      *TeardownWait       `json:"wait,omitempty"`
+}
+
+// NamespaceDeletion is one deletion of a namespace: the sweep of its kinds, then the namespace.
+type NamespaceDeletion struct {
+	// Method is the sweep's: paged (a list in pages, a delete per object), collection (a
+	// DeleteCollection per kind, sent again after a timeout), collection-once (before paging).
+	Method           string      `json:"method,omitempty"`
+	SweepSeconds     float64     `json:"sweepSeconds"`
+	NamespaceSeconds float64     `json:"namespaceSeconds"`
+	Kinds            []SweepKind `json:"kinds,omitempty"`
+	Refused          []string    `json:"refused,omitempty"`
+	Error            string      `json:"error,omitempty"`
+}
+
+// SweepKind is one kind's part of a sweep: its time, what it found, deleted and left, and the
+// requests it took.
+type SweepKind struct {
+	Resource string  `json:"resource"`
+	Seconds  float64 `json:"seconds"`
+	// Found: objects of the kind when its sweep began; Left: objects a list still showed after
+	// it (terminating ones included); -1 where the server did not say.
+	Found     int    `json:"found"`
+	Deleted   int    `json:"deleted"`
+	Left      int    `json:"left"`
+	Requests  int    `json:"requests"`
+	Timeouts  int    `json:"timeouts,omitempty"`
+	Refused   bool   `json:"refused,omitempty"`
+	NotServed bool   `json:"notServed,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// TeardownWait is the runner's wait, on a watch, for a namespace its cell's teardown left behind:
+// the next cell starts only once it is gone.
+type TeardownWait struct {
+	Seconds float64 `json:"seconds"`
+	Gone    bool    `json:"gone"`
+	// Remaining is why the namespace was still there (the namespace controller's conditions).
+	Remaining string `json:"remaining,omitempty"`
 }
 
 // LabHealth is read without touching the cluster's objects: etcd's revision and database size
