@@ -44,7 +44,8 @@ const (
 	// timeout, sends it again until a list shows the kind empty (or the sweep's time is up).
 	Collection Method = "collection"
 	// CollectionOnce is the sweep before paging (kept to measure against): one DeleteCollection
-	// per kind, a timeout left to the namespace controller.
+	// per kind, a timeout left to the namespace controller; as then, the sweep is not bounded and
+	// the namespace has the whole timeout after it.
 	CollectionOnce Method = "collection-once"
 )
 
@@ -166,9 +167,18 @@ func DeleteNamespaceWith(ctx context.Context, c *kube.Clients, ns string, timeou
 		return tm, nil
 	}
 	var sweepErrs []error
+	// CollectionOnce is measured as it ran before paging: its sweep unbounded (each
+	// DeleteCollection ends at the server's request timeout), the namespace its own timeout.
+	legacy := opts.Method == CollectionOnce
 	if err == nil && got.Labels[kube.ManagedByKey] == kube.ManagedByValue {
 		opts = opts.withDefaults()
-		sctx, cancel := context.WithTimeout(ctx, timeout/2)
+		var sctx context.Context
+		var cancel context.CancelFunc
+		if legacy {
+			sctx, cancel = context.WithCancel(ctx)
+		} else {
+			sctx, cancel = context.WithTimeout(ctx, timeout/2)
+		}
 		tm.Method = opts.Method
 		tm.Kinds = sweep(sctx, c.Dynamic, ns, opts)
 		cancel()
@@ -183,6 +193,9 @@ func DeleteNamespaceWith(ctx context.Context, c *kube.Clients, ns string, timeou
 		}
 	}
 	nsStart := time.Now()
+	if legacy {
+		start = nsStart
+	}
 	done := func(err error) (Timings, error) {
 		tm.Namespace = time.Since(nsStart)
 		return tm, err

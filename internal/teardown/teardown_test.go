@@ -514,3 +514,28 @@ func TestWithTrace(t *testing.T) {
 		t.Errorf("traced %+v", got)
 	}
 }
+
+// The sweep of the paged and collection methods ends at half the timeout (the rest is the
+// namespace's); collection-once is measured as the sweep ran before paging, unbounded.
+func TestSweepBound(t *testing.T) {
+	for _, c := range []struct {
+		method   Method
+		notSwept bool // kinds after the slow one are not swept
+	}{{Collection, true}, {CollectionOnce, false}} {
+		t.Run(string(c.method), func(t *testing.T) {
+			typed, dyn := namespaceClients(t, ours, nil)
+			dyn.PrependReactor("delete-collection", "sandboxclaims", func(k8stesting.Action) (bool, runtime.Object, error) {
+				time.Sleep(700 * time.Millisecond) // past half of the 1 s timeout
+				return true, nil, nil
+			})
+			tm, err := DeleteNamespaceWith(context.Background(), &kube.Clients{Typed: typed, Dynamic: dyn}, testNS, time.Second, Options{Method: c.method})
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := tm.Kinds[len(tm.Kinds)-1]
+			if got := last.Err != nil; got != c.notSwept {
+				t.Errorf("%s: error %v, want not swept: %v", last.Resource, last.Err, c.notSwept)
+			}
+		})
+	}
+}
