@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/brakebench/brakebench/internal/config"
+	"github.com/brakebench/brakebench/internal/stats"
 )
 
 // world is a planted response: the true change of the objective (log scale) a setting causes,
@@ -103,8 +104,8 @@ func loadSpec(t *testing.T, sets ...string) *Spec {
 // defaults in at least MinKeep of the runs. The rates are printed (go test -v -run Planted).
 func TestTunerFindsPlantedOptimum(t *testing.T) {
 	runs := 300
-	if testing.Short() {
-		runs = 60
+	if testing.Short() || raceEnabled {
+		runs = 60 // the first 60 of the same seeds (the race detector makes 300 take ~90 s)
 	}
 	lab := func(w world) world { w.roundSD, w.repSD = 0.10, 0.07; return w }
 	cases := []struct {
@@ -147,9 +148,17 @@ func TestTunerFindsPlantedOptimum(t *testing.T) {
 			w:    lab(world{effect: func(v map[string]float64) float64 { return 0.05 + bowl(v["max-refill-rate"], 200, 0.1) }}),
 			keep: 0.95},
 	}
+	designs := map[string]*stats.Sequential{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			base := loadSpec(t, tc.sets...)
+			// One design for every case: its boundaries (100,000 simulated paths per set of
+			// looks) are computed once and kept in it.
+			if d, ok := designs[base.Design.Describe()]; ok {
+				base.Design = d
+			} else {
+				designs[base.Design.Describe()] = base.Design
+			}
 			var nFound, recommended, kept, maxSpent, maxConfirm, confirmed int
 			for run := 0; run < runs; run++ {
 				sp := *base
