@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/brakebench/brakebench/internal/sut/agentsandbox"
 )
@@ -19,8 +21,7 @@ import (
 // claim, sandbox, pool and pod into one before it is stored: at 30,000 claims the full objects
 // (managedFields above all) would be most of the harness's memory.
 type watched struct {
-	metav1.TypeMeta
-	metav1.ObjectMeta
+	meta
 	Sandbox       string    // claim: status.sandbox.name
 	Annotations   []string  // claim: the keys of its agents.x-k8s.io/ annotations
 	ReadyStatus   string    // claim: Ready condition status; pod: "True" when PodReady is
@@ -28,13 +29,61 @@ type watched struct {
 	ReadySince    time.Time // claim and pod: the Ready condition's lastTransitionTime
 	Scheduled     time.Time // pod: PodScheduled=True lastTransitionTime
 	Node          string    // pod: spec.nodeName
-	Running       bool      // pod: a container is running
 	Owner         string    // sandbox: controller owner "Kind/name" ("" = none)
 	LaunchType    string    // sandbox: agents.x-k8s.io/launch-type label
 	Desired       int64     // pool: spec.replicas
 	Replicas      int64     // pool: status.replicas
 	ReadyReplicas int64     // pool: status.readyReplicas
+	Running       bool      // pod: a container is running
 }
+
+// meta is the metadata a watched object keeps: what the informer machinery reads (namespace and
+// name for the key, resourceVersion to tell an update from a resync) and what the handlers read.
+// It implements metav1.Object with every other field empty, in 96 bytes where metav1.ObjectMeta
+// and TypeMeta take 264: at 100,000 claims the informers store 303,000 objects, and the embedded
+// ObjectMeta was half of what the recorder held (a heap profile of the scale replay).
+type meta struct {
+	Name, Namespace, ResourceVersion string
+	UID                              types.UID // pods only: the recorder keys pods by UID
+	CreationTimestamp                metav1.Time
+	DeletionTimestamp                *metav1.Time
+}
+
+var _ metav1.Object = &meta{}
+
+func (m *meta) GetNamespace() string                          { return m.Namespace }
+func (m *meta) SetNamespace(ns string)                        { m.Namespace = ns }
+func (m *meta) GetName() string                               { return m.Name }
+func (m *meta) SetName(name string)                           { m.Name = name }
+func (m *meta) GetGenerateName() string                       { return "" }
+func (m *meta) SetGenerateName(string)                        {}
+func (m *meta) GetUID() types.UID                             { return m.UID }
+func (m *meta) SetUID(uid types.UID)                          { m.UID = uid }
+func (m *meta) GetResourceVersion() string                    { return m.ResourceVersion }
+func (m *meta) SetResourceVersion(rv string)                  { m.ResourceVersion = rv }
+func (m *meta) GetGeneration() int64                          { return 0 }
+func (m *meta) SetGeneration(int64)                           {}
+func (m *meta) GetSelfLink() string                           { return "" }
+func (m *meta) SetSelfLink(string)                            {}
+func (m *meta) GetCreationTimestamp() metav1.Time             { return m.CreationTimestamp }
+func (m *meta) SetCreationTimestamp(t metav1.Time)            { m.CreationTimestamp = t }
+func (m *meta) GetDeletionTimestamp() *metav1.Time            { return m.DeletionTimestamp }
+func (m *meta) SetDeletionTimestamp(t *metav1.Time)           { m.DeletionTimestamp = t }
+func (m *meta) GetDeletionGracePeriodSeconds() *int64         { return nil }
+func (m *meta) SetDeletionGracePeriodSeconds(*int64)          {}
+func (m *meta) GetLabels() map[string]string                  { return nil }
+func (m *meta) SetLabels(map[string]string)                   {}
+func (m *meta) GetAnnotations() map[string]string             { return nil }
+func (m *meta) SetAnnotations(map[string]string)              {}
+func (m *meta) GetFinalizers() []string                       { return nil }
+func (m *meta) SetFinalizers([]string)                        {}
+func (m *meta) GetOwnerReferences() []metav1.OwnerReference   { return nil }
+func (m *meta) SetOwnerReferences([]metav1.OwnerReference)    {}
+func (m *meta) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
+func (m *meta) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
+
+// GetObjectKind implements runtime.Object: a stored object carries no type information.
+func (w *watched) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 // DeepCopyObject implements runtime.Object (the kept metadata has no shared maps or slices).
 func (w *watched) DeepCopyObject() runtime.Object {
@@ -47,11 +96,16 @@ func (w *watched) DeepCopyObject() runtime.Object {
 	return &c
 }
 
-func newWatched(kind string, m metav1.Object) *watched {
-	return &watched{TypeMeta: metav1.TypeMeta{Kind: kind}, ObjectMeta: metav1.ObjectMeta{
-		Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
+// newWatched keeps m's metadata; the UID only for pods (withUID), which the recorder keys by it.
+func newWatched(m metav1.Object, withUID bool) *watched {
+	w := &watched{meta: meta{
+		Name: m.GetName(), Namespace: m.GetNamespace(), ResourceVersion: m.GetResourceVersion(),
 		CreationTimestamp: m.GetCreationTimestamp(), DeletionTimestamp: m.GetDeletionTimestamp(),
 	}}
+	if withUID {
+		w.UID = m.GetUID()
+	}
+	return w
 }
 
 // The transforms pass through anything that is not the expected full object: the informer may
@@ -62,7 +116,7 @@ func trimClaim(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	w := newWatched("SandboxClaim", u)
+	w := newWatched(u, false)
 	w.Sandbox, _, _ = unstructured.NestedString(u.Object, "status", "sandbox", "name")
 	for k := range u.GetAnnotations() {
 		if strings.HasPrefix(k, agentsandbox.AnnotationPrefix) {
@@ -91,7 +145,7 @@ func trimSandbox(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	w := newWatched("Sandbox", u)
+	w := newWatched(u, false)
 	w.LaunchType = u.GetLabels()[agentsandbox.LaunchTypeLabel]
 	for _, o := range u.GetOwnerReferences() {
 		if o.Controller != nil && *o.Controller {
@@ -106,7 +160,7 @@ func trimPool(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	w := newWatched("SandboxWarmPool", u)
+	w := newWatched(u, false)
 	w.Desired, _, _ = unstructured.NestedInt64(u.Object, "spec", "replicas")
 	w.Replicas, _, _ = unstructured.NestedInt64(u.Object, "status", "replicas")
 	w.ReadyReplicas, _, _ = unstructured.NestedInt64(u.Object, "status", "readyReplicas")
@@ -118,7 +172,7 @@ func trimPod(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	w := newWatched("Pod", p)
+	w := newWatched(p, true)
 	w.Node = p.Spec.NodeName
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.State.Running != nil {
