@@ -67,7 +67,7 @@ func TestReportSustainedSection(t *testing.T) {
 	}
 	// The brake doubles every repetition's highest passing rate, but 3 repetitions a side cannot
 	// reach p < 0.1 in the permutation test over repetitions: "~", with the change and its MDE.
-	if !strings.Contains(page, "~ (&#43;100.0%, p=0.100); MDE") {
+	if !strings.Contains(page, "~ (median &#43;100.0%, p=0.100); MDE") {
 		i := strings.Index(page, "max-refill-rate</td>")
 		t.Errorf("the max-refill-rate cell's change is not the honest \"~\" at 3 repetitions: %s", page[i:min(len(page), i+500)])
 	}
