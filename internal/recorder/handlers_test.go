@@ -263,7 +263,8 @@ func TestSandboxEvents(t *testing.T) {
 			s.Sandboxes.Delete(recordertest.Sandbox(ns, "sb2", "SandboxClaim/c2", "warm", at(0), true, 7))
 			s.Sandboxes.Add(recordertest.Sandbox(ns, "marker", "SandboxClaim/x", "", at(0), false, 8))
 		},
-		ready: hasSandbox("marker"),
+		// Claims and sandboxes come through separate informers: wait for the last of each.
+		ready: func(snap recorder.Snapshot) bool { return hasSandbox("marker")(snap) && hasClaim("c3")(snap) },
 		check: func(t *testing.T, rec *recorder.Recorder, _ recorder.Snapshot, _ window) {
 			if n := rec.LiveSandboxesOf([]string{"c1", "c2", "c3", "missing"}); n != 1 {
 				t.Errorf("LiveSandboxesOf = %d, want 1 (sb1; sb2 deleted, c3 unbound, missing unknown)", n)
