@@ -93,12 +93,12 @@ func (r *Recorder) RefillCreates(t0 time.Time) (creates []time.Time, taken int) 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range r.sandboxes {
-		if s.FromPool && !s.Observed.Before(t0) {
-			creates = append(creates, s.Observed)
+		if obs := r.harness(s.observed); s.fromPool && !obs.Before(t0) {
+			creates = append(creates, obs)
 		}
 	}
 	for _, c := range r.claims {
-		if s := r.sandboxes[c.Sandbox]; c.Sandbox != "" && s != nil && s.Observed.Before(t0) {
+		if s := r.sandboxes[c.sandbox]; c.sandbox != "" && s != nil && r.harness(s.observed).Before(t0) {
 			taken++
 		}
 	}
