@@ -105,13 +105,18 @@ func scaleReplay(b *testing.B, n int, limitMiB, targetMiB float64) {
 		writeHeapProfile(b, fmt.Sprintf("%s.%d", f, n))
 	}
 
-	// The report path, as a run ends: snapshot, cell assembly, summary, results.json, HTML, JUnit.
+	// The report path: the cell's assembly from the recorder's records, read in place, as the
+	// cell ends; the recorder stops with the cell (its scope's reverts), before the run ends with
+	// the summary, results.json, HTML and JUnit.
 	rs := time.Now()
-	snap := rec.Snapshot()
-	cell := assemble(cellInput{
-		cell: results.Cell{ID: "scale#1", Name: "scale", Rep: 1}, snap: snap, sent: sent,
-		t0: t0, end: at(5 * time.Minute), pool: poolName, poolSize: pool, claimTimeout: 5 * time.Minute,
+	var cell results.Cell
+	rec.Read(func(v recorder.View) {
+		cell = assemble(cellInput{
+			cell: results.Cell{ID: "scale#1", Name: "scale", Rep: 1}, snap: v, sent: sent,
+			t0: t0, end: at(5 * time.Minute), pool: poolName, poolSize: pool, claimTimeout: 5 * time.Minute,
+		})
 	})
+	rec.Stop()
 	r := &results.Results{Schema: results.SchemaVersion, Suite: "warmpool-burst", RunID: "scale", Seed: 1,
 		StartedAt: t0, EndedAt: at(5 * time.Minute), Cells: []results.Cell{cell}, CellOrder: []string{cell.ID}}
 	r.Summary = analysis.Summarize(r.Cells, []string{"scale"}, "scale", r.Seed)
@@ -123,7 +128,6 @@ func scaleReplay(b *testing.B, n int, limitMiB, targetMiB float64) {
 		b.Fatal(err)
 	}
 	report := time.Since(rs)
-	rec.Stop()
 	peak := max(replayPeak, fp.Stop())
 	fmt.Printf("peak above idle while replaying %.0f MiB, while reporting %.0f MiB\n", float64(replayPeak-min(base, replayPeak))/mib, float64(peak-min(base, peak))/mib)
 	html, _ := os.Stat(dir + "/report.html")

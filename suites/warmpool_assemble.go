@@ -3,7 +3,7 @@ package suites
 import (
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/brakebench/brakebench/internal/analysis"
@@ -17,8 +17,12 @@ import (
 
 // cellInput is everything a cell's numbers are computed from (a pure function of it).
 type cellInput struct {
-	cell         results.Cell
-	snap         recorder.Snapshot
+	cell results.Cell
+	// snap is what the recorder saw: in a cell, its records read in place (recorder.View).
+	snap recorder.Observations
+	// readyAt, when not nil, replaces the Ready times of the claims the recorder saw (the
+	// in-cluster runner's own observations; a claim not in it is not Ready).
+	readyAt      map[string]time.Time
 	sent         []loadgen.Sent
 	t0, end      time.Time
 	pool         string
@@ -58,21 +62,36 @@ func bin(counts []float64, t0, ts time.Time) []float64 {
 	return counts
 }
 
+// assemble is a cell's numbers from in.
 func assemble(in cellInput) results.Cell {
+	return withController(assembleObserved(in), in.passes, in.claimEvents)
+}
+
+// assembleObserved is a cell's numbers from what the recorder observed and the scrapes: all but
+// those from the controller's create passes and the claims' Events (withController), which a cell
+// reads from the API after the recorder's records (in.passes and in.claimEvents are not read).
+func assembleObserved(in cellInput) results.Cell {
 	c := in.cell
 	c.T0 = in.t0
 	c.Metrics = in.metrics
 	st := &c.Stats
-	var all, warm, cold, lag, ack []float64
+	// Sized up front: at 100,000 claims growing them by appends was most of what the assembly
+	// allocated (the claims slice alone 67 MiB of copies, README "Scale").
+	all, lag, ack := make([]float64, 0, len(in.sent)), make([]float64, 0, len(in.sent)), make([]float64, 0, len(in.sent))
+	var warm, cold []float64
+	c.Claims = slices.Grow(c.Claims, len(in.sent))
 	for _, s := range in.sent {
 		cl := results.Claim{Name: s.Name, Planned: s.Planned.Sub(in.t0).Seconds(), Intent: rel(s.Intent, in.t0), Acked: rel(s.Acked, in.t0)}
 		if !s.Intent.IsZero() {
 			lag = append(lag, ms(s.Intent.Sub(s.Planned)))
 			ack = append(ack, ms(s.Acked.Sub(s.Intent)))
 		}
-		obs := in.snap.Claims[s.Name]
+		obs, seen := in.snap.ClaimNamed(s.Name)
+		if seen && in.readyAt != nil {
+			obs.Ready = in.readyAt[s.Name]
+		}
 		cl.Bound, cl.Sandbox = rel(obs.Bound, in.t0), obs.Sandbox
-		if sb, ok := in.snap.Sandboxes[obs.Sandbox]; ok {
+		if sb, ok := in.snap.SandboxNamed(obs.Sandbox); ok {
 			cl.LaunchType = sb.LaunchType
 		}
 		switch {
@@ -108,9 +127,10 @@ func assemble(in cellInput) results.Cell {
 	st.Latency = results.LatencySet{All: stats.Summarize(all), Warm: stats.Summarize(warm), Cold: stats.Summarize(cold)}
 	st.SendLagMS, st.AckMS = stats.Summarize(lag), stats.Summarize(ack)
 
-	// Creations after T0 (observed after T0: fill members were all seen before it).
+	// Creations after T0 (observed after T0: fill members were all seen before it), in any order:
+	// the counts per second do not depend on it.
 	var firstRefill time.Time
-	for _, sb := range sortedSandboxes(in.snap.Sandboxes) {
+	for _, sb := range in.snap.EachSandbox() {
 		if sb.Observed.Before(in.t0) {
 			continue
 		}
@@ -125,8 +145,8 @@ func assemble(in cellInput) results.Cell {
 		}
 	}
 	st.RefillStartSeconds = rel(firstRefill, in.t0)
-	st.PodStart = podStart(in.snap.Pods, in.t0)
-	for _, p := range in.snap.Pods {
+	st.PodStart = podStart(in.snap, in.t0)
+	for _, p := range in.snap.EachPod() {
 		if p.Observed.Before(in.t0) {
 			continue
 		}
@@ -149,7 +169,7 @@ func assemble(in cellInput) results.Cell {
 
 	// Pool: refill = first time after the post-T0 drop that the pool is full and Ready again.
 	dropped := false
-	for _, ps := range in.snap.Pools[in.pool] {
+	for _, ps := range in.snap.PoolSamples(in.pool) {
 		t := ps.At.Sub(in.t0).Seconds()
 		c.Pool = append(c.Pool, results.PoolSample{T: t, Desired: ps.Desired, Replicas: ps.Replicas, Ready: ps.Ready})
 		if t < 0 {
@@ -174,7 +194,7 @@ func assemble(in cellInput) results.Cell {
 	}
 
 	correctness(&c, in)
-	for _, cl := range in.snap.Claims {
+	for _, cl := range in.snap.EachClaim() {
 		for _, k := range cl.Annotations {
 			if st.ClaimAnnotations == nil {
 				st.ClaimAnnotations = map[string]int{}
@@ -182,7 +202,6 @@ func assemble(in cellInput) results.Cell {
 			st.ClaimAnnotations[k]++
 		}
 	}
-	st.ClaimEvents = in.claimEvents
 	st.Writes = analysis.WriteAccount(&c)
 	if st.Writes != nil {
 		for l, a := range st.Writes.APFWait { // the per-level p99 as results recorded it before
@@ -193,7 +212,15 @@ func assemble(in cellInput) results.Cell {
 		}
 	}
 	controllerStats(st, in.metrics)
-	c.Stats.CreatePasses = in.passes
+	return c
+}
+
+// withController completes c with the controller's create passes after T0 (nil: its log could
+// not be read) and the Events about its claims (nil: not counted), and judges its brakes, which
+// read them.
+func withController(c results.Cell, passes []int, claimEvents *int) results.Cell {
+	c.Stats.ClaimEvents = claimEvents
+	c.Stats.CreatePasses = passes
 	brakeEvidence(&c)
 	return c
 }
@@ -234,7 +261,7 @@ func correctness(c *results.Cell, in cellInput) {
 	// The whole cell, the fill included: what the informers saw created before the burst, and
 	// the sandbox CREATE (POST) and DELETE requests the API server counted in each phase.
 	fill := 0.0
-	for _, sb := range in.snap.Sandboxes {
+	for _, sb := range in.snap.EachSandbox() {
 		if sb.FromPool && sb.Observed.Before(in.t0) {
 			fill++
 		}
@@ -264,11 +291,11 @@ func correctness(c *results.Cell, in cellInput) {
 		cr.RefillAPICreatesPerSlot = perSlot(sandboxRequests(in.metrics, "POST"), float64(c.Stats.Warm))
 	}
 	cr.RefillAPIDeletes = sandboxRequests(in.metrics, "DELETE")
-	if m := in.snap.MaxPoolMembers[in.pool]; m > in.poolSize {
+	if m := in.snap.PoolMembersMax(in.pool); m > in.poolSize {
 		cr.PoolExcessMax = m - in.poolSize
 	}
-	bound := map[string]int{}
-	for _, cl := range in.snap.Claims {
+	bound := make(map[string]int, in.snap.NumClaims())
+	for _, cl := range in.snap.EachClaim() {
 		if cl.Sandbox != "" {
 			bound[cl.Sandbox]++
 		}
@@ -278,20 +305,11 @@ func correctness(c *results.Cell, in cellInput) {
 			cr.DoubleBound++
 		}
 	}
-	for _, sb := range in.snap.Sandboxes {
+	for _, sb := range in.snap.EachSandbox() {
 		if !sb.Deleted && sb.Owner == "" {
 			cr.Orphans++
 		}
 	}
-}
-
-func sortedSandboxes(m map[string]recorder.Sandbox) []recorder.Sandbox {
-	out := make([]recorder.Sandbox, 0, len(m))
-	for _, s := range m {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Observed.Before(out[j].Observed) })
-	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -326,10 +344,11 @@ func brakeEvidence(c *results.Cell) {
 }
 
 // podStart measures the pods first seen after t0 step by step (nil when none completed a step).
-func podStart(pods map[string]recorder.Pod, t0 time.Time) *results.PodStart {
-	var sched, run, ready, total []float64
+func podStart(obs recorder.Observations, t0 time.Time) *results.PodStart {
+	n := obs.NumPods()
+	sched, run, ready, total := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
 	nodes := map[string]bool{}
-	for _, p := range pods {
+	for _, p := range obs.EachPod() {
 		if p.Observed.Before(t0) {
 			continue
 		}

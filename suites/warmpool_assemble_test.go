@@ -21,33 +21,37 @@ import (
 func handMadeCell(brake results.Brake) cellInput {
 	t0 := time.Unix(1_000_000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	snap := recorder.Snapshot{Claims: map[string]recorder.Claim{}, Sandboxes: map[string]recorder.Sandbox{}, Pods: map[string]recorder.Pod{}, Pools: map[string][]recorder.PoolSample{}}
 	in := cellInput{t0: t0, end: at(5000), pool: "p", poolSize: 4, claimTimeout: time.Second,
-		cell: results.Cell{ID: "x#1", Name: "x", Brake: brake},
-		snap: recorder.Snapshot{Claims: map[string]recorder.Claim{}, Sandboxes: map[string]recorder.Sandbox{}, Pods: map[string]recorder.Pod{}, Pools: map[string][]recorder.PoolSample{}}}
+		cell: results.Cell{ID: "x#1", Name: "x", Brake: brake}}
 	for i := 0; i < 4; i++ {
 		name := fmt.Sprintf("c%d", i)
 		in.sent = append(in.sent, loadgen.Sent{Index: i, Name: name, Planned: t0, Intent: at(i), Acked: at(i + 20)})
-		in.snap.Sandboxes["warm"+name] = recorder.Sandbox{Created: at(-10000), Observed: at(-9000), FromPool: true, LaunchType: "warm", Owner: "SandboxClaim/" + name}
+		snap.Sandboxes["warm"+name] = recorder.Sandbox{Created: at(-10000), Observed: at(-9000), FromPool: true, LaunchType: "warm", Owner: "SandboxClaim/" + name}
 		if i < 3 {
-			in.snap.Claims[name] = recorder.Claim{Bound: at(50), Ready: at(i + 100*(i+1)), Sandbox: "warm" + name}
+			snap.Claims[name] = recorder.Claim{Bound: at(50), Ready: at(i + 100*(i+1)), Sandbox: "warm" + name}
 		} else {
-			in.snap.Claims[name] = recorder.Claim{LastReason: "SandboxNotReady"}
+			snap.Claims[name] = recorder.Claim{LastReason: "SandboxNotReady"}
 		}
 	}
 	for i, ms := range []int{1100, 1200, 1300, 2100} {
-		in.snap.Sandboxes[fmt.Sprintf("r%d", i)] = recorder.Sandbox{Created: at(ms), Observed: at(ms + 10), FromPool: true, LaunchType: "warm", Owner: "SandboxWarmPool/p"}
-		in.snap.Pods[fmt.Sprintf("uid-r%d", i)] = recorder.Pod{Name: fmt.Sprintf("r%d", i), Created: at(ms), Observed: at(ms + 10), Scheduled: at(ms + 5), Ready: at(ms + 300)}
+		snap.Sandboxes[fmt.Sprintf("r%d", i)] = recorder.Sandbox{Created: at(ms), Observed: at(ms + 10), FromPool: true, LaunchType: "warm", Owner: "SandboxWarmPool/p"}
+		snap.Pods[fmt.Sprintf("uid-r%d", i)] = recorder.Pod{Name: fmt.Sprintf("r%d", i), Created: at(ms), Observed: at(ms + 10), Scheduled: at(ms + 5), Ready: at(ms + 300)}
 	}
-	in.snap.Sandboxes["orphan"] = recorder.Sandbox{Created: at(-20000), Observed: at(-19000)}
-	in.snap.Sandboxes["gone"] = recorder.Sandbox{Created: at(-20000), Observed: at(-19000), Deleted: true}
-	in.snap.MaxPoolMembers = map[string]int{"p": 5}
-	in.snap.Pools["p"] = []recorder.PoolSample{
+	snap.Sandboxes["orphan"] = recorder.Sandbox{Created: at(-20000), Observed: at(-19000)}
+	snap.Sandboxes["gone"] = recorder.Sandbox{Created: at(-20000), Observed: at(-19000), Deleted: true}
+	snap.MaxPoolMembers = map[string]int{"p": 5}
+	snap.Pools["p"] = []recorder.PoolSample{
 		{At: at(-5000), Desired: 4, Replicas: 4, Ready: 4},
 		{At: at(60), Desired: 4, Replicas: 1, Ready: 1},
 		{At: at(2500), Desired: 4, Replicas: 4, Ready: 4},
 	}
+	in.snap = snap
 	return in
 }
+
+// snapOf is the hand-made cell's snapshot, to change (its maps are the cell's).
+func snapOf(in cellInput) recorder.Snapshot { return in.snap.(recorder.Snapshot) }
 
 func TestAssembleKnownCell(t *testing.T) {
 	c := assemble(handMadeCell(results.Brake{}))
@@ -90,14 +94,14 @@ func TestAssembleKnownCell(t *testing.T) {
 	// A claim that took a warm member and never turned Ready (timed out, or deleted first as a
 	// ceiling probe's are) still emptied a slot: 4 refill creates for 4 slots, not over-creation.
 	inBound := handMadeCell(results.Brake{})
-	inBound.snap.Claims["c3"] = recorder.Claim{Bound: inBound.t0.Add(50 * time.Millisecond), Sandbox: "warmc3", LastReason: "SandboxNotReady"}
+	snapOf(inBound).Claims["c3"] = recorder.Claim{Bound: inBound.t0.Add(50 * time.Millisecond), Sandbox: "warmc3", LastReason: "SandboxNotReady"}
 	if got := assemble(inBound).Stats.Correctness.RefillCreatesPerSlot; got == nil || *got != 1 {
 		t.Errorf("a bound claim that failed is not counted as a slot: creates per slot %v, want 1", got)
 	}
 	in := handMadeCell(results.Brake{})
-	c2 := in.snap.Claims["c1"]
+	c2 := snapOf(in).Claims["c1"]
 	c2.Sandbox = "warmc0"
-	in.snap.Claims["c1"] = c2
+	snapOf(in).Claims["c1"] = c2
 	if got := assemble(in).Stats.Correctness.DoubleBound; got != 1 {
 		t.Errorf("two claims on one sandbox: double bound %d", got)
 	}
@@ -161,6 +165,45 @@ func ptrStr(p *float64) string {
 	return fmt.Sprint(*p)
 }
 
+// The in-cluster runner's own Ready times (readyAt) replace those of the claims the recorder saw;
+// a claim it did not see stays not Ready, and a seen claim missing from readyAt is not Ready.
+func TestAssembleReadyAt(t *testing.T) {
+	ms := func(in cellInput, v int) time.Time { return in.t0.Add(time.Duration(v) * time.Millisecond) }
+	cases := []struct {
+		name    string
+		readyAt func(in cellInput) map[string]time.Time
+		unseen  string // a claim the recorder did not see
+		want    []float64
+	}{
+		{"none: the recorder's", func(cellInput) map[string]time.Time { return nil }, "", []float64{100, 200, 300, -1}},
+		{"replaced, missing ones not Ready", func(in cellInput) map[string]time.Time {
+			return map[string]time.Time{"c0": ms(in, 50), "c3": ms(in, 73)}
+		}, "", []float64{50, -1, -1, 70}},
+		{"an unseen claim stays not Ready", func(in cellInput) map[string]time.Time {
+			return map[string]time.Time{"c0": ms(in, 50), "c3": ms(in, 73)}
+		}, "c3", []float64{50, -1, -1, -1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := handMadeCell(results.Brake{})
+			in.readyAt = tc.readyAt(in)
+			if tc.unseen != "" {
+				delete(snapOf(in).Claims, tc.unseen)
+			}
+			c := assemble(in)
+			for i, cl := range c.Claims {
+				got := -1.0
+				if cl.LatencyMS != nil {
+					got = *cl.LatencyMS
+				}
+				if got != tc.want[i] || cl.Failed != (tc.want[i] < 0) {
+					t.Errorf("claim %s: latency %v (failed %v), want %v", cl.Name, got, cl.Failed, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
 // Pod start steps are measured on the harness's clock for pods first seen after T0 only (the
 // fill's pods are not a cold start), step by step.
 func TestPodStartSteps(t *testing.T) {
@@ -172,7 +215,7 @@ func TestPodStartSteps(t *testing.T) {
 		"b":    {Observed: at(200), SeenScheduled: at(230), SeenRunning: at(930), SeenReady: at(1000), Node: "real"},
 		"c":    {Observed: at(300), SeenScheduled: at(320), Node: "real"}, // never started
 	}
-	ps := podStart(pods, t0)
+	ps := podStart(recorder.Snapshot{Pods: pods}, t0)
 	if ps == nil || ps.Node != "real" {
 		t.Fatalf("podStart = %+v", ps)
 	}
@@ -182,7 +225,7 @@ func TestPodStartSteps(t *testing.T) {
 	if ps.Run.Max != 700 || ps.Ready.Max != 90 || ps.CreateToReady.Max != 800 {
 		t.Errorf("run max %v ready max %v total max %v", ps.Run.Max, ps.Ready.Max, ps.CreateToReady.Max)
 	}
-	if podStart(map[string]recorder.Pod{"fill": pods["fill"]}, t0) != nil {
+	if podStart(recorder.Snapshot{Pods: map[string]recorder.Pod{"fill": pods["fill"]}}, t0) != nil {
 		t.Error("no pod after T0: no pod start figures")
 	}
 }

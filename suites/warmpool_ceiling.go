@@ -141,7 +141,7 @@ func runCeilingCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, rn
 		return cell
 	}
 	errBefore := cell.Error
-	cell, _, _ = settleAndAssemble(ctx, env, rec, cell, ns, all, t0, nil, before, fillScrape, targets, projectionWindow(wl.RefillProjection, pc.Brake))
+	cell, _, _ = settleAndAssemble(ctx, env, rec, cell, ns, all, t0, nil, before, fillScrape, targets, projectionWindow(wl.RefillProjection, pc.Brake), false)
 	if cell.Error == "" {
 		cell.Error = errBefore
 	}
