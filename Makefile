@@ -15,7 +15,7 @@ build:
 # use: Kueue, LWS, KEDA and the real node's kubelet, containerd and CNI plugins (~40 min cold on 2
 # cores, of which KEDA ~12; seconds when cached).
 lab:
-	$(GO) run ./cmd/brakebench lab build --with kueue,lws,keda,kubelet,containerd,cni-plugins,pause
+	$(GO) run ./cmd/brakebench lab build --with kueue,lws,keda,kubelet,containerd,cni-plugins,pause,karpenter
 
 # What the end-to-end tests' lab up needs: the control plane, etcd, kwok, agent-sandbox and the
 # real node's kubelet, containerd, CNI plugins and pause. Kueue, LWS and KEDA, which only the

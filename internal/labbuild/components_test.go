@@ -1,6 +1,8 @@
 package labbuild
 
 import (
+	"go/parser"
+	"go/token"
 	"strings"
 	"testing"
 )
@@ -86,5 +88,36 @@ func TestCopyReplaceExclude(t *testing.T) {
 				t.Errorf("got %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// The Karpenter wrapper is Go source brakebench generates: it must parse, be a main package, and
+// read the policy variable the lab sets; its cache key changes with it.
+func TestKarpenterWrapper(t *testing.T) {
+	c := KarpenterComponent("v1.14.1")
+	if len(c.Binaries) != 1 || c.Binaries[0].WrapperMain == "" || !strings.HasPrefix(c.Binaries[0].Package, "brakebench.local/tools/karpenter/") {
+		t.Fatalf("binaries %+v", c.Binaries)
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", c.Binaries[0].WrapperMain, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Name.Name != "main" {
+		t.Errorf("package %s", f.Name.Name)
+	}
+	imports := map[string]bool{}
+	for _, im := range f.Imports {
+		imports[strings.Trim(im.Path.Value, `"`)] = true
+	}
+	for _, want := range []string{"sigs.k8s.io/karpenter/kwok/cloudprovider", "sigs.k8s.io/karpenter/pkg/operator", "sigs.k8s.io/karpenter/pkg/controllers"} {
+		if !imports[want] {
+			t.Errorf("wrapper does not import %s", want)
+		}
+	}
+	if !strings.Contains(c.Binaries[0].WrapperMain, `os.Getenv("REPAIR_POLICIES")`) {
+		t.Error("wrapper does not read REPAIR_POLICIES")
+	}
+	if c.CacheKey != "v1.14.1-"+KarpenterWrapperVersion || !strings.Contains(strings.Join(c.LDFlags, " "), "operator.Version=v1.14.1") {
+		t.Errorf("cache key %s, ldflags %v", c.CacheKey, c.LDFlags)
 	}
 }
