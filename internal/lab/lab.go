@@ -48,6 +48,7 @@ type State struct {
 	Gang                 *Gang             `json:"gang,omitempty"`
 	KEDA                 *KEDA             `json:"keda,omitempty"`
 	RealNode             *RealNode         `json:"realNode,omitempty"`
+	Karpenter            *Karpenter        `json:"karpenter,omitempty"`
 	// ControllerDeployment is set when the controller runs as a Deployment on the real node
 	// (lab.controllerMode: deployment) instead of as a local process (Controller).
 	ControllerDeployment *ControllerDeployment `json:"controllerDeployment,omitempty"`
@@ -553,6 +554,9 @@ func (l *Lab) Down(ctx context.Context) error {
 		var extra []proc
 		if s.KEDA != nil {
 			extra = append(extra, s.KEDA.Adapter, s.KEDA.Operator)
+		}
+		if s.Karpenter != nil {
+			extra = append(extra, s.Karpenter.proc)
 		}
 		for _, p := range extra {
 			if err := stopPID(p.PID, p.Binary, 10*time.Second); err != nil {
