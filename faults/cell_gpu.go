@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,7 +39,7 @@ type gpuSettings struct {
 
 type gpuKeys struct {
 	Nodes    int           `mapstructure:"nodes"`    // how many GPU nodes to fault
-	Kind     string        `mapstructure:"kind"`     // xid | ecc | nvlink | device-count
+	Kind     string        `mapstructure:"kind"`     // one of FaultKinds: xid | ecc | nvlink | device-count | kernel | networking | runtime | storage
 	XID      int           `mapstructure:"xid"`      // with kind xid
 	Escalate string        `mapstructure:"escalate"` // none | taint | notready
 	ArmAfter time.Duration `mapstructure:"armAfter"` // after the burst starts
@@ -52,7 +53,7 @@ func (st gpuSettings) checks() []check {
 	g := st.GPU
 	return []check{
 		{bad: outside(g.Nodes, 1, maxObjects), key: "faults.gpu.nodes", want: "1 to 10000", got: g.Nodes},
-		{bad: !oneOf(g.Kind, "xid", "ecc", "nvlink", "device-count"), key: "faults.gpu.kind", want: "one of xid, ecc, nvlink, device-count", got: g.Kind},
+		{bad: !oneOf(g.Kind, FaultKinds...), key: "faults.gpu.kind", want: "one of " + strings.Join(FaultKinds, ", "), got: g.Kind},
 		{bad: g.Kind == "xid" && g.XID < 1, key: "faults.gpu.xid", want: "an XID code like 79", got: g.XID, also: []string{"faults.gpu.kind"}},
 		{bad: !oneOf(g.Escalate, "none", "taint", "notready"), key: "faults.gpu.escalate", want: "one of none, taint, notready", got: g.Escalate},
 		{bad: outside(g.ArmAfter, 0, maxDuration), key: "faults.gpu.armAfter", want: "a duration from 0s to 24h", got: g.ArmAfter},

@@ -76,19 +76,33 @@ func TestGPUFaultArmAndRevertRestoreTheNodeExactly(t *testing.T) {
 	cases := []struct {
 		name, kind, escalate string
 		xid                  int
-		wantCondition        string // reason on AcceleratedHardwareReady ("" = none, an event instead)
+		wantCondition        string // reason on the kind's condition ("" = none, an event instead)
 		wantTaint, wantEvent bool
 		wantGPUs             string
+		condType             corev1.NodeConditionType // "" = AcceleratedHardwareReady
 	}{
-		{"xid 79 fatal with taint", "xid", "taint", 79, "NvidiaXID79Error", true, false, "8"},
-		{"xid 94 warning only", "xid", "taint", 94, "", false, true, "8"},
-		{"ecc double bit", "ecc", "none", 0, "NvidiaDoubleBitError", false, false, "8"},
-		{"device count mismatch", "device-count", "none", 0, "NvidiaDeviceCountMismatch", false, false, "7"},
-		{"nvlink, node goes NotReady", "nvlink", "notready", 0, "NvidiaNVLinkError", false, false, "8"},
+		{"xid 79 fatal with taint", "xid", "taint", 79, "NvidiaXID79Error", true, false, "8", ""},
+		{"xid 94 warning only", "xid", "taint", 94, "", false, true, "8", ""},
+		{"ecc double bit", "ecc", "none", 0, "NvidiaDoubleBitError", false, false, "8", ""},
+		{"device count mismatch", "device-count", "none", 0, "NvidiaDeviceCountMismatch", false, false, "7", ""},
+		{"nvlink, node goes NotReady", "nvlink", "notready", 0, "NvidiaNVLinkError", false, false, "8", ""},
+		// The agent's other conditions; the node starts with KernelReady=True (KernelIsReady),
+		// which the revert must put back as it was.
+		{"kernel out of PIDs", "kernel", "none", 0, "ForkFailedOutOfPIDs", false, false, "8", KernelReady},
+		{"networking interface down", "networking", "none", 0, "InterfaceNotUp", false, false, "8", NetworkingReady},
+		{"runtime pod stuck terminating", "runtime", "none", 0, "PodStuckTerminating", false, false, "8", ContainerRuntimeReady},
+		{"storage I/O errors are warning only", "storage", "none", 0, "", false, true, "8", StorageReady},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := fake.NewSimpleClientset(gpuNode("gpu-0"), gpuNode("gpu-1"))
+			condType := tc.condType
+			if condType == "" {
+				condType = AcceleratedHardwareReady
+			}
+			n0 := gpuNode("gpu-0")
+			n0.Status.Conditions = append(n0.Status.Conditions, corev1.NodeCondition{Type: KernelReady, Status: corev1.ConditionTrue, Reason: "KernelIsReady",
+				Message: "Monitoring for the Kernel system is active"})
+			c := fake.NewSimpleClientset(n0, gpuNode("gpu-1"))
 			before, _ := c.CoreV1().Nodes().Get(ctx, "gpu-0", metav1.GetOptions{})
 			want := NodeState(before)
 			exp := NewDCGMExporter(map[string]int{"gpu-0": 8, "gpu-1": 8})
@@ -100,11 +114,8 @@ func TestGPUFaultArmAndRevertRestoreTheNodeExactly(t *testing.T) {
 			n, _ := c.CoreV1().Nodes().Get(ctx, "gpu-0", metav1.GetOptions{})
 			reason := ""
 			for _, cd := range n.Status.Conditions {
-				if cd.Type == AcceleratedHardwareReady {
+				if cd.Type == condType && cd.Status == corev1.ConditionFalse {
 					reason = cd.Reason
-					if cd.Status != corev1.ConditionFalse {
-						t.Errorf("condition status %s", cd.Status)
-					}
 				}
 			}
 			if reason != tc.wantCondition {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,29 +31,59 @@ const (
 var FatalXIDs = map[int]bool{46: true, 48: true, 54: true, 62: true, 63: true, 64: true, 74: true, 79: true, 95: true, 109: true,
 	110: true, 119: true, 120: true, 136: true, 140: true, 142: true, 143: true, 151: true, 155: true, 156: true, 158: true}
 
-// Symptom is how a fault kind presents, the way the EKS node monitoring agent reports it.
+// Symptom is how a fault kind presents, the way the EKS node monitoring agent reports it: a fatal
+// one sets Condition to False with Reason (repair-eligible), a warning one is only an Event.
 type Symptom struct {
-	Fatal   bool
-	Reason  string
-	Message string
+	Fatal     bool
+	Reason    string
+	Message   string
+	Condition corev1.NodeConditionType
 }
 
-// SymptomOf maps a fault kind (xid, ecc, nvlink, device-count) to its condition or event.
+// The node monitoring agent's other four conditions (its pkg/conditions).
+const (
+	KernelReady           corev1.NodeConditionType = "KernelReady"
+	NetworkingReady       corev1.NodeConditionType = "NetworkingReady"
+	StorageReady          corev1.NodeConditionType = "StorageReady"
+	ContainerRuntimeReady corev1.NodeConditionType = "ContainerRuntimeReady"
+)
+
+// NodeConditions are the agent's five conditions, in the order the faults name them.
+var NodeConditions = []corev1.NodeConditionType{AcceleratedHardwareReady, KernelReady, NetworkingReady, StorageReady, ContainerRuntimeReady}
+
+// FaultKinds are the fault kinds, GPU ones first: one per reason the lab simulates. The agent's
+// reasons file (pkg/reasons/reasons.yaml) gives each reason's severity; the messages of the
+// non-GPU reasons are brakebench's own wording, not the agent's.
+var FaultKinds = []string{"xid", "ecc", "nvlink", "device-count", "kernel", "networking", "runtime", "storage"}
+
+// SymptomOf maps a fault kind to its condition or event: the GPU kinds (xid, ecc, nvlink,
+// device-count) to AcceleratedHardwareReady; kernel to KernelReady ForkFailedOutOfPIDs (fatal);
+// networking to NetworkingReady InterfaceNotUp (fatal); runtime to ContainerRuntimeReady
+// PodStuckTerminating (fatal); storage to StorageReady BlockDeviceIOError (every StorageReady
+// reason is a warning in the agent's reasons file: an Event, no condition).
 func SymptomOf(kind string, xid, gpus int) (Symptom, error) {
 	switch kind {
 	case "xid":
 		if FatalXIDs[xid] {
-			return Symptom{true, fmt.Sprintf("NvidiaXID%dError", xid), fmt.Sprintf("detected XID-%d on the instance, review kernel logs for additional information.", xid)}, nil
+			return Symptom{true, fmt.Sprintf("NvidiaXID%dError", xid), fmt.Sprintf("detected XID-%d on the instance, review kernel logs for additional information.", xid), AcceleratedHardwareReady}, nil
 		}
-		return Symptom{false, fmt.Sprintf("NvidiaXID%dWarning", xid), fmt.Sprintf("detected unknown XID-%d on the instance, review kernel logs for additional information.", xid)}, nil
+		return Symptom{false, fmt.Sprintf("NvidiaXID%dWarning", xid), fmt.Sprintf("detected unknown XID-%d on the instance, review kernel logs for additional information.", xid), AcceleratedHardwareReady}, nil
 	case "ecc":
-		return Symptom{true, "NvidiaDoubleBitError", "detected 1 Nvidia Double Bit error(s) on location [0]"}, nil
+		return Symptom{true, "NvidiaDoubleBitError", "detected 1 Nvidia Double Bit error(s) on location [0]", AcceleratedHardwareReady}, nil
 	case "nvlink":
-		return Symptom{true, "NvidiaNVLinkError", "detected 1 NVLink errors on fieldId [409]"}, nil
+		return Symptom{true, "NvidiaNVLinkError", "detected 1 NVLink errors on fieldId [409]", AcceleratedHardwareReady}, nil
 	case "device-count":
-		return Symptom{true, "NvidiaDeviceCountMismatch", fmt.Sprintf("DCGM detected %d GPUs but %d nvidia device files were detected", gpus-1, gpus)}, nil
+		return Symptom{true, "NvidiaDeviceCountMismatch", fmt.Sprintf("DCGM detected %d GPUs but %d nvidia device files were detected", gpus-1, gpus), AcceleratedHardwareReady}, nil
+	case "kernel":
+		return Symptom{true, "ForkFailedOutOfPIDs", "fork failed: the node has run out of process IDs (simulated by brakebench)", KernelReady}, nil
+	case "networking":
+		return Symptom{true, "InterfaceNotUp", "a network interface is not up (simulated by brakebench)", NetworkingReady}, nil
+	case "runtime":
+		return Symptom{true, "PodStuckTerminating", "a pod has been stuck terminating (simulated by brakebench)", ContainerRuntimeReady}, nil
+	case "storage":
+		return Symptom{false, "BlockDeviceIOError", "block device I/O errors (simulated by brakebench)", StorageReady}, nil
 	}
-	return Symptom{}, fmt.Errorf("unknown GPU fault kind %q (xid, ecc, nvlink, device-count)", kind)
+	return Symptom{}, fmt.Errorf("unknown fault kind %q (%s)", kind, strings.Join(FaultKinds, ", "))
 }
 
 // GPUFault simulates a GPU failure on some nodes: the AcceleratedHardwareReady condition the
@@ -70,8 +101,13 @@ type GPUFault struct {
 	Exporter *DCGMExporter
 }
 
-// Name implements Fault.
-func (f *GPUFault) Name() string { return "gpu-" + f.Kind }
+// Name implements Fault: gpu-<kind> for the GPU kinds, node-<kind> for the others.
+func (f *GPUFault) Name() string {
+	if slices.Index(FaultKinds, f.Kind) >= 4 {
+		return "node-" + f.Kind
+	}
+	return "gpu-" + f.Kind
+}
 
 // nodeOriginal is what a GPU fault may change on a node, kept to restore it exactly.
 type nodeOriginal struct {
@@ -81,6 +117,8 @@ type nodeOriginal struct {
 	GPUCapacity    *resource.Quantity    `json:"gpuCapacity"`
 	GPUAllocatable *resource.Quantity    `json:"gpuAllocatable"`
 	KwokManaged    string                `json:"kwokManaged"`
+	// Others are the agent's other four conditions before the fault (absent ones are not here).
+	Others []corev1.NodeCondition `json:"others,omitempty"`
 }
 
 func originalOf(n *corev1.Node) nodeOriginal {
@@ -92,6 +130,8 @@ func originalOf(n *corev1.Node) nodeOriginal {
 			o.Condition = &c
 		case corev1.NodeReady:
 			o.Ready = &c
+		case KernelReady, NetworkingReady, StorageReady, ContainerRuntimeReady:
+			o.Others = append(o.Others, c)
 		}
 	}
 	if q, ok := n.Status.Capacity[GPUResource]; ok {
@@ -145,7 +185,7 @@ func (f *GPUFault) Arm(ctx context.Context) (undo.Revert, error) {
 			}
 			return f.Journal.Record(undo.Entry{Op: undo.OpReverted, Ref: ref})
 		})
-		if f.Exporter != nil {
+		if f.Exporter != nil && sym.Condition == AcceleratedHardwareReady {
 			f.Exporter.Inject(name, f.Kind, f.XID)
 		}
 		if !sym.Fatal {
@@ -155,7 +195,7 @@ func (f *GPUFault) Arm(ctx context.Context) (undo.Revert, error) {
 			continue
 		}
 		now := metav1.Now()
-		cond := corev1.NodeCondition{Type: AcceleratedHardwareReady, Status: corev1.ConditionFalse, Reason: sym.Reason, Message: sym.Message,
+		cond := corev1.NodeCondition{Type: sym.Condition, Status: corev1.ConditionFalse, Reason: sym.Reason, Message: sym.Message,
 			LastHeartbeatTime: now, LastTransitionTime: now}
 		status := map[string]any{"conditions": []corev1.NodeCondition{cond}}
 		if f.Kind == "device-count" && gpus > 0 {
@@ -192,7 +232,7 @@ func (f *GPUFault) event(ctx context.Context, n *corev1.Node, sym Symptom, rever
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{GenerateName: "brakebench-gpu-", Namespace: metav1.NamespaceDefault, Labels: f.Labels},
 		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: n.Name, UID: n.UID, APIVersion: "v1"},
-		Type:           corev1.EventTypeWarning, Reason: string(AcceleratedHardwareReady), Message: sym.Reason + ": " + sym.Message,
+		Type:           corev1.EventTypeWarning, Reason: string(sym.Condition), Message: sym.Reason + ": " + sym.Message,
 		Source: corev1.EventSource{Component: "brakebench-gpu-fault"}, FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
 	}
 	created, err := f.Client.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
@@ -228,8 +268,7 @@ func patchSpec(ctx context.Context, c kubernetes.Interface, node string, patch m
 	return nil
 }
 
-// RestoreNode puts back what a GPU fault changed: taints, the AcceleratedHardwareReady and Ready
-// conditions, GPU capacity and kwok's management annotation.
+// RestoreNode puts back what a GPU fault changed: taints, the agent's five conditions and Ready, GPU capacity and kwok's management annotation.
 func RestoreNode(ctx context.Context, c kubernetes.Interface, name string, o nodeOriginal) error {
 	taints := o.Taints
 	if taints == nil {
@@ -251,6 +290,14 @@ func RestoreNode(ctx context.Context, c kubernetes.Interface, name string, o nod
 		conds = append(conds, *o.Condition)
 	} else {
 		conds = append(conds, map[string]any{"type": string(AcceleratedHardwareReady), "$patch": "delete"})
+	}
+	for _, t := range NodeConditions[1:] {
+		i := slices.IndexFunc(o.Others, func(c corev1.NodeCondition) bool { return c.Type == t })
+		if i >= 0 {
+			conds = append(conds, o.Others[i])
+		} else {
+			conds = append(conds, map[string]any{"type": string(t), "$patch": "delete"})
+		}
 	}
 	if o.Ready != nil {
 		ready := *o.Ready
@@ -284,7 +331,7 @@ func NodeState(n *corev1.Node) string {
 		parts = append(parts, fmt.Sprintf("taint %s=%s:%s", t.Key, t.Value, t.Effect))
 	}
 	for _, c := range n.Status.Conditions {
-		if c.Type == AcceleratedHardwareReady || c.Type == corev1.NodeReady {
+		if c.Type == corev1.NodeReady || slices.Contains(NodeConditions, c.Type) {
 			parts = append(parts, fmt.Sprintf("condition %s=%s %s %s", c.Type, c.Status, c.Reason, c.Message))
 		}
 	}

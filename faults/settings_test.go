@@ -48,7 +48,7 @@ func TestFaultSettingsErrors(t *testing.T) {
 		{"apf queue length", "apf-throttle", config.Loader{Env: []string{"BRAKEBENCH_FAULTS_APF_QUEUELENGTH=20000"}}, "env BRAKEBENCH_FAULTS_APF_QUEUELENGTH", "faults.apf.queueLength", `expected 1 to 10000, got 20000`},
 		{"apf loadgen as admin", "apf-throttle", config.Loader{Sets: []string{"faults.apf.target=loadgen", "loadgen.identity=exempt"}}, "--set", "faults.apf.target", `expected controller, or loadgen with loadgen.identity=serviceaccount (the admin identity is exempt from APF)`},
 		{"gpu nodes", "gpu", config.Loader{Sets: []string{"faults.gpu.nodes=0"}}, "--set", "faults.gpu.nodes", `expected 1 to 10000, got 0`},
-		{"gpu kind", "gpu", config.Loader{Sets: []string{"faults.gpu.kind=plasma"}}, "--set", "faults.gpu.kind", `expected one of xid, ecc, nvlink, device-count, got plasma`},
+		{"gpu kind", "gpu", config.Loader{Sets: []string{"faults.gpu.kind=plasma"}}, "--set", "faults.gpu.kind", `expected one of xid, ecc, nvlink, device-count, kernel, networking, runtime, storage, got plasma`},
 		{"gpu xid", "gpu", config.Loader{Sets: []string{"faults.gpu.xid=0"}}, "--set", "faults.gpu.xid", `expected an XID code like 79, got 0`},
 		{"gpu xid in a file", "gpu", config.Loader{Files: []string{file}}, file + ":4", "faults.gpu.xid", `expected an XID code like 79, got 0`},
 		// The check applies because of kind: labelled with where kind came from, and saying so.
