@@ -169,21 +169,36 @@ func clients(t testing.TB) *kube.Clients {
 
 // optionalComponents are the lab components only some tests need, in the order the background
 // build builds them: KEDA first, since TestKubeconfigPathOnTheRealNode (realnode_test.go) starts
-// KEDA mid-run; Kueue and LWS are used only by the zz_ tests at the end.
-func optionalComponents() []string { return []string{"keda", "kueue", "lws"} }
+// KEDA mid-run; Kueue, LWS and Karpenter are used only by the zz_ tests at the end.
+func optionalComponents() []string { return []string{"keda", "kueue", "lws", "karpenter"} }
 
-// testsNeedingOptional are the tests that use those components (the zz_ files' call
+// optionalNeeds maps each test that uses optional components to them (the zz_ files' tests call
 // waitOptionalBuild; the real-node one waits for the component's build lock instead).
-func testsNeedingOptional() []string {
-	return []string{"TestKubeconfigPathOnTheRealNode", "TestGangQuotaGateOnOff", "TestGangQuotaSIGKILLThenCleanup",
-		"TestPoolAutoscalingKEDAvsControl", "TestPoolAutoscalingSIGKILLThenCleanup"}
+func optionalNeeds() map[string][]string {
+	return map[string][]string{
+		"TestKubeconfigPathOnTheRealNode":       {"keda"},
+		"TestGangQuotaGateOnOff":                {"kueue", "lws"},
+		"TestGangQuotaSIGKILLThenCleanup":       {"kueue", "lws"},
+		"TestPoolAutoscalingKEDAvsControl":      {"keda"},
+		"TestPoolAutoscalingSIGKILLThenCleanup": {"keda"},
+		"TestZZKarpenterRepairBreaker":          {"karpenter"},
+		"TestZZKarpenterProvisioningAndBuffer":  {"karpenter"},
+	}
 }
 
-// optionalToBuild returns the optional components to build in the background: none when -run
-// selects no test that needs them (the loadgen benchmark's run) or when all are cached; why says
-// which.
+// optionalToBuild returns the optional components to build in the background: those a test
+// selected by -run needs that are not cached yet; why says why there are none.
 func optionalToBuild() (names []string, why string) {
-	if !runSelectsAny(flag.Lookup("test.run").Value.String(), testsNeedingOptional()) {
+	run := flag.Lookup("test.run").Value.String()
+	needed := map[string]bool{}
+	for test, comps := range optionalNeeds() {
+		if runSelectsAny(run, []string{test}) {
+			for _, c := range comps {
+				needed[c] = true
+			}
+		}
+	}
+	if len(needed) == 0 {
 		return nil, "no test selected by -run needs them"
 	}
 	cfg, err := labConfig(labName, stateDir)
@@ -200,12 +215,12 @@ func optionalToBuild() (names []string, why string) {
 	}
 	b, addons := &labbuild.Builder{CacheDir: cache}, labbuild.Addons(v)
 	for _, n := range optionalComponents() {
-		if !b.Cached(addons[n]) {
+		if needed[n] && !b.Cached(addons[n]) {
 			names = append(names, n)
 		}
 	}
 	if len(names) == 0 {
-		return nil, "all cached"
+		return nil, "all that the selected tests need is cached"
 	}
 	return names, ""
 }
