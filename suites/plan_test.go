@@ -166,7 +166,7 @@ func TestPlanFaultErrors(t *testing.T) {
 		{[]string{"matrix.faults=none,gpu", "lab.nodes.gpus=0"}, `key "lab.nodes.gpus": expected GPU capacity on the lab's nodes`},
 		{[]string{"matrix.faults=apf-throttle", "faults.apf.target=loadgen", "loadgen.identity=exempt"}, `key "faults.apf.target": expected controller, or loadgen with loadgen.identity=serviceaccount`},
 		// Each fault type checks its own settings (faults.*) here, before any cluster is touched.
-		{[]string{"matrix.faults=none,gpu", "lab.nodes.gpus=8", "faults.gpu.kind=plasma"}, `--set: key "faults.gpu.kind": expected one of xid, ecc, nvlink, device-count, got plasma`},
+		{[]string{"matrix.faults=none,gpu", "lab.nodes.gpus=8", "faults.gpu.kind=plasma"}, `--set: key "faults.gpu.kind": expected one of xid, ecc, nvlink, device-count, kernel, networking, runtime, storage, got plasma`},
 		{[]string{"matrix.faults=none,scheduler-qps", "faults.controlPlane.schedulerQPS=0"}, `--set: key "faults.controlPlane.schedulerQPS": expected 1 to 100000, got 0`},
 	}
 	for _, tc := range cases {
