@@ -157,10 +157,11 @@ func (l *Lab) StopKarpenter(ctx context.Context, s *State) error {
 	return errors.Join(errs...)
 }
 
-// SweepKarpenter deletes the brakebench NodePools, their NodeClaims and Nodes and the brakebench
-// KWOKNodeClasses, stripping Karpenter's finalizers, and waits (up to a minute) until they are
-// gone. Objects of NodePools brakebench did not create are not touched. Where Karpenter's CRDs
-// are not installed there is nothing to do.
+// SweepKarpenter deletes the brakebench NodePools, the NodeClaims and Nodes of brakebench pools
+// (labelled brakebench.io/pool by the pool's template) and the brakebench KWOKNodeClasses,
+// stripping Karpenter's finalizers, and waits (up to a minute) until they are gone. Objects of
+// NodePools brakebench did not create are not touched. Where Karpenter's CRDs are not installed
+// there is nothing to do.
 func SweepKarpenter(ctx context.Context, c *kube.Clients) error {
 	managed := metav1.ListOptions{LabelSelector: kube.ManagedByKey + "=" + kube.ManagedByValue}
 	pools, err := c.Dynamic.Resource(karpenter.NodePoolGVR).List(ctx, managed)
@@ -169,10 +170,6 @@ func SweepKarpenter(ctx context.Context, c *kube.Clients) error {
 	}
 	if err != nil {
 		return fmt.Errorf("list NodePools: %w", err)
-	}
-	var names []string
-	for _, p := range pools.Items {
-		names = append(names, p.GetName())
 	}
 	var errs []error
 	del := func(gvr schema.GroupVersionResource, o unstructured.Unstructured) {
@@ -193,17 +190,17 @@ func SweepKarpenter(ctx context.Context, c *kube.Clients) error {
 	}
 	remaining := func() ([]string, error) {
 		var left []string
-		if len(names) > 0 {
-			sel := metav1.ListOptions{LabelSelector: karpenter.NodePoolLabel + " in (" + strings.Join(names, ",") + ")"}
-			for _, gvr := range []schema.GroupVersionResource{karpenter.NodeClaimGVR, nodesGVR} {
-				list, err := c.Dynamic.Resource(gvr).List(ctx, sel)
-				if err != nil {
-					return nil, fmt.Errorf("list %s: %w", gvr.Resource, err)
-				}
-				for _, o := range list.Items {
-					del(gvr, o)
-					left = append(left, gvr.Resource+"/"+o.GetName())
-				}
+		// Every NodeClaim and Node of a brakebench pool carries the pool's template label, also
+		// when its NodePool is already gone (a sweep cut short).
+		sel := metav1.ListOptions{LabelSelector: karpenter.PoolLabel}
+		for _, gvr := range []schema.GroupVersionResource{karpenter.NodeClaimGVR, nodesGVR} {
+			list, err := c.Dynamic.Resource(gvr).List(ctx, sel)
+			if err != nil {
+				return nil, fmt.Errorf("list %s: %w", gvr.Resource, err)
+			}
+			for _, o := range list.Items {
+				del(gvr, o)
+				left = append(left, gvr.Resource+"/"+o.GetName())
 			}
 		}
 		for _, gvr := range []schema.GroupVersionResource{karpenter.NodePoolGVR, karpenter.KWOKNodeClassGVR} {
