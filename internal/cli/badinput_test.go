@@ -108,6 +108,8 @@ func TestBadInputs(t *testing.T) {
 			`(repository must be between 1 and 255 characters in length), got "aaaa`},
 		{"run, a Kueue namespace with capitals", []string{"run", "gang-quota", "--cluster", "kind", "--out", out, "--set", "gangQuota.kueueNamespace=Kueue"}, ExitBadInput,
 			`--set: key "gangQuota.kueueNamespace": expected a namespace (a lower-case DNS-1123 label)`},
+		{"lab karpenter start, a toleration scale above 1", []string{"lab", "karpenter", "start", "--toleration-scale", "2"}, ExitBadInput,
+			`--toleration-scale: toleration scale 2: want a factor in (0, 1] (1 = EKS's published tolerations)`},
 		{"lab import-image, a reference with a space", []string{"lab", "import-image", "--ref", "brakebench :dev", filepath.Join(dir, "nope")}, ExitBadInput,
 			`--ref "brakebench :dev": expected an image reference like brakebench.local/brakebench:dev: repository can only contain the characters`},
 		// The exporter's flags are checked before it contacts the cluster (an unreachable one here:

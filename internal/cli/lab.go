@@ -14,6 +14,7 @@ import (
 	"github.com/brakebench/brakebench/internal/images"
 	"github.com/brakebench/brakebench/internal/lab"
 	"github.com/brakebench/brakebench/internal/labbuild"
+	"github.com/brakebench/brakebench/internal/sut/karpenter"
 )
 
 func (a *app) newLab(cfg *config.Resolved) (*lab.Lab, error) {
@@ -35,6 +36,19 @@ func (a *app) loadLab() (*config.Resolved, *lab.Lab, error) {
 	}
 	l, err := a.newLab(cfg)
 	return cfg, l, err
+}
+
+// loadRunningLab is loadLab for a command that needs the lab up: its saved state too.
+func (a *app) loadRunningLab() (*config.Resolved, *lab.Lab, *lab.State, error) {
+	cfg, l, err := a.loadLab()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s, err := l.Load()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("lab %q: %w (brakebench lab up brings it up)", cfg.Lab.Name, err)
+	}
+	return cfg, l, s, nil
 }
 
 func (a *app) labCmd() *cobra.Command {
@@ -168,13 +182,9 @@ func (a *app) labCmd() *cobra.Command {
 			if err := images.CheckStatic(args[0]); err != nil {
 				return badInput(err)
 			}
-			cfg, l, err := a.loadLab()
+			cfg, l, s, err := a.loadRunningLab()
 			if err != nil {
 				return err
-			}
-			s, err := l.Load()
-			if err != nil {
-				return fmt.Errorf("lab %q: %w", cfg.Lab.Name, err)
 			}
 			if s.RealNode == nil {
 				return badInput(fmt.Errorf("lab %q has no real node: bring it up with --set lab.realNode=true", cfg.Lab.Name))
@@ -192,7 +202,59 @@ func (a *app) labCmd() *cobra.Command {
 		},
 	}
 	importImage.Flags().StringVar(&ref, "ref", "", "image reference, e.g. brakebench.local/brakebench:dev")
-	cmd.AddCommand(build, up, down, status, importImage)
+	cmd.AddCommand(build, up, down, status, importImage, a.labKarpenterCmd())
+	return cmd
+}
+
+// labKarpenterCmd starts and stops the lab's Karpenter (brakebench's build of it with the kwok
+// provider and EKS's repair policies) on a running lab.
+func (a *app) labKarpenterCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "karpenter", Short: "Start or stop Karpenter (kwok provider, EKS repair policies) on a running lab"}
+	var opt lab.KarpenterOptions
+	start := &cobra.Command{
+		Use:   "start",
+		Short: "Start Karpenter on the running lab (built on first use); restarts it when the options differ",
+		Long: "Runs Karpenter out of cluster against the lab with its CRDs, the kwok provider's nodes run by the lab's kwok\n" +
+			"controller, one GPU instance type and EKS's repair policies with their tolerations multiplied by\n" +
+			"--toleration-scale. brakebench lab karpenter stop (or lab down) removes it and every NodePool,\n" +
+			"NodeClaim, node and KWOKNodeClass of brakebench's pools.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := karpenter.ScalePolicies(karpenter.EKSRepairPolicies(), opt.TolerationScale); err != nil {
+				return badInput(fmt.Errorf("--toleration-scale: %w", err))
+			}
+			_, l, s, err := a.loadRunningLab()
+			if err != nil {
+				return err
+			}
+			k, err := l.StartKarpenter(cmd.Context(), s, opt)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "karpenter %s pid %d, gates %s\nmetrics:   %s\nlog:       %s\nrepair:    %s\n", k.Version, k.PID, k.FeatureGates, k.MetricsURL, k.Log, karpenter.EncodePolicies(k.Policies))
+			return nil
+		},
+	}
+	start.Flags().BoolVar(&opt.NodeRepair, "node-repair", true, "Karpenter's NodeRepair feature gate")
+	start.Flags().BoolVar(&opt.CapacityBuffer, "capacity-buffer", false, "Karpenter's CapacityBuffer feature gate")
+	start.Flags().Float64Var(&opt.TolerationScale, "toleration-scale", 1, "multiply EKS's repair tolerations by this factor in (0, 1] (0.01: AcceleratedHardwareReady after 6 s)")
+	stop := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop Karpenter and remove brakebench's NodePools, their NodeClaims and nodes, and KWOKNodeClasses",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, l, s, err := a.loadRunningLab()
+			if err != nil {
+				return err
+			}
+			if err := l.StopKarpenter(cmd.Context(), s); err != nil {
+				return &ExitError{Code: ExitCleanup, Err: err}
+			}
+			fmt.Fprintf(a.stdout, "karpenter stopped on lab %q; no NodePool, NodeClaim or node of brakebench's pools left\n", cfg.Lab.Name)
+			return nil
+		},
+	}
+	cmd.AddCommand(start, stop)
 	return cmd
 }
 
