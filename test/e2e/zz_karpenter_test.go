@@ -29,6 +29,8 @@ import (
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/lab"
 	"github.com/brakebench/brakebench/internal/nodechain"
+	"github.com/brakebench/brakebench/internal/scrape"
+	"github.com/brakebench/brakebench/internal/scrape/fetch"
 	"github.com/brakebench/brakebench/internal/sut/karpenter"
 	"github.com/brakebench/brakebench/internal/undo"
 )
@@ -312,6 +314,19 @@ func TestZZKarpenterRepairBreaker(t *testing.T) {
 		n, karpenter.RepairThreshold(n), cl.Deleting.Sub(faultAt).Seconds(), tol, tl.Nodes[victim].Deleted.Sub(faultAt).Seconds(),
 		replacement.Created.Sub(faultAt).Seconds(), tl.Nodes[replacement.Node].Ready.Sub(faultAt).Seconds(), readyAgain.Sub(faultAt).Seconds())
 
+	// Karpenter's own count of what it repaired, from its metrics endpoint.
+	repaired := func() float64 {
+		t.Helper()
+		series, err := fetch.All(ctx, k.MetricsURL)
+		if err != nil {
+			t.Fatalf("scrape Karpenter: %v", err)
+		}
+		return scrape.Sum(series, "karpenter_nodeclaims_unhealthy_disrupted_total", map[string]string{"nodepool": pool.Name})
+	}
+	if got := repaired(); got != 1 {
+		t.Errorf("karpenter_nodeclaims_unhealthy_disrupted_total{nodepool=%q} = %v after one repair, want 1", pool.Name, got)
+	}
+
 	// Above the breaker: two nodes of five at once.
 	pair := liveNodes(tl)[:2]
 	blockedAt := time.Now()
@@ -334,6 +349,9 @@ func TestZZKarpenterRepairBreaker(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatalf("above the breaker a faulted node was repaired anyway: %+v", tl.Claims)
+	}
+	if got := repaired(); got != 1 {
+		t.Errorf("karpenter_nodeclaims_unhealthy_disrupted_total = %v while repair was blocked, want still 1", got)
 	}
 	t.Logf("repair above the breaker (2 of %d): NodeRepairBlocked on %s %.1f s after the fault (%q); neither node repaired in the %s after", n, b.Node, b.At.Sub(blockedAt).Seconds(), b.Message, 2*tol)
 	if err := revertPair(ctx); err != nil {
