@@ -80,17 +80,22 @@ func TestTrackerChain(t *testing.T) {
 	}
 	wait("claim", func(tl Timeline) bool { return len(tl.Claims) == 1 })
 	time.Sleep(5 * time.Millisecond)
+	// Each step is made only once the watches delivered the one before: separate watches (claims,
+	// nodes, pods) deliver in no order relative to each other.
 	if _, err := ncs.Update(ctx, nodeClaim("c1", "gpu", "n1", "Launched"), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	wait("launched", func(tl Timeline) bool { return !tl.Claims["c1"].Launched.IsZero() })
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{karpenter.NodePoolLabel: "gpu"}}}
 	if _, err := kc.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	wait("node", func(tl Timeline) bool { return len(tl.Nodes) == 1 })
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	if _, err := kc.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	wait("node ready", func(tl Timeline) bool { return !tl.Nodes["n1"].Ready.IsZero() })
 	pod.Spec.NodeName = "n1"
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	if _, err := kc.CoreV1().Pods("ns").Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
