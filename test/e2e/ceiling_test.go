@@ -3,61 +3,12 @@
 package e2e
 
 import (
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/brakebench/brakebench/internal/analysis"
-	"github.com/brakebench/brakebench/internal/cli"
-	"github.com/brakebench/brakebench/internal/results"
 )
-
-// runSuiteOutAllowing is runSuiteOut for a run that may fail its invariant gate on the listed
-// invariants only: exit 3 is accepted when the invariant gate is the only failed gate and every
-// violation it counts is of an allowed key (each logged); any other failure fails the test.
-func runSuiteOutAllowing(t *testing.T, allowed []string, suite string, sets ...string) (*results.Results, string, string) {
-	t.Helper()
-	out := t.TempDir()
-	args := []string{"run", suite, "--out", out}
-	for _, s := range sets {
-		args = append(args, "--set", s)
-	}
-	stdout, err := runCLI(t, args...)
-	var exit *cli.ExitError
-	if err != nil && !(errors.As(err, &exit) && exit.Code == cli.ExitGateFailed) {
-		t.Fatalf("run %s: %v", suite, err)
-	}
-	r, dir := readRun(t, out, suite)
-	if err == nil {
-		return r, dir, stdout
-	}
-	for _, g := range r.Gates {
-		if !g.Passed && g.Name != analysis.InvariantGateName {
-			t.Fatalf("run %s: gate %q failed: %s", suite, g.Name, g.Message)
-		}
-	}
-	seen := 0
-	for _, s := range r.Summary {
-		for _, iv := range s.Invariants {
-			if iv.Violated == 0 {
-				continue
-			}
-			seen++
-			if !slices.Contains(allowed, iv.Key) {
-				t.Fatalf("run %s: cell %s: invariant %s %s", suite, s.Name, iv.Key, iv.Text)
-			}
-			t.Logf("allowed, reported: cell %s: %s %s", s.Name, iv.Key, iv.Text)
-		}
-	}
-	if seen == 0 {
-		t.Fatalf("run %s: exit 3 but no invariant violated: %v", suite, err)
-	}
-	return r, dir, stdout
-}
 
 // TestCeilingSearchOnTheLab runs the ceiling search (workload.mode ceiling) shrunken, with and
 // without a brake that must lower it: kube-api-qps at 5 requests/s spaces the controller's writes
@@ -68,13 +19,11 @@ func runSuiteOutAllowing(t *testing.T, allowed []string, suite string, sets ...s
 // Fail, the lowest that broke), the brake's ceiling below the baseline's, the summary's estimate,
 // the gate operand ceiling.claims_per_second, and the report's ceiling section with both charts.
 //
-// The run may end with exit 3 for one reason only: the invariant gate, on
-// correctness.pool_excess_max and correctness.refill_creates_per_slot. Ceiling runs on this lab
-// have shown one pool member beyond spec and one refill create more than the slots taken in
-// some repetitions (3 of the 13 ceiling repetitions measured; not explained: see README "Sustained
-// ceiling per brake cell"); the run must report it, and every other gate must pass.
+// Ceiling runs on this lab have shown one pool member beyond spec and one refill create more than
+// the slots taken in some repetitions (3 of the 13 ceiling repetitions measured; not explained:
+// README "Sustained ceiling per brake cell"); runSuiteOut accepts that, reported (overCreation).
 func TestCeilingSearchOnTheLab(t *testing.T) {
-	r, dir, stdout := runSuiteOutAllowing(t, []string{"correctness.pool_excess_max", "correctness.refill_creates_per_slot"}, "warmpool-sustained", "workload.mode=ceiling", "workload.pool=20",
+	r, dir, stdout := runSuiteOut(t, "warmpool-sustained", "workload.mode=ceiling", "workload.pool=20",
 		"matrix.brakes=none,kube-api-qps", "matrix.repetitions=2", "matrix.seed=24",
 		"brakes.kubeAPIQPS=5", "brakes.kubeAPIBurst=5",
 		"workload.ceiling.start=2", "workload.ceiling.factor=2", "workload.ceiling.max=32", "workload.ceiling.tolerance=0.3",

@@ -5,10 +5,13 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/brakebench/brakebench/internal/analysis"
 	"github.com/brakebench/brakebench/internal/brakes"
 	"github.com/brakebench/brakebench/internal/cli"
 	"github.com/brakebench/brakebench/internal/results"
@@ -48,11 +51,52 @@ func runSuiteOut(t *testing.T, suite string, sets ...string) (*results.Results, 
 		args = append(args, "--set", s)
 	}
 	stdout, err := runCLI(t, args...)
-	if err != nil {
-		t.Fatalf("run %s: %v", suite, err)
+	r, dir := readRunAllowing(t, out, suite, overCreation, err)
+	return r, dir, stdout
+}
+
+// overCreation are the invariants of a controller that created pool members too many. The
+// controllers under test do so intermittently on this lab (v0.5.3 often, as issue 22 measured;
+// v0.5.5 one member now and then: README "Sustained ceiling per brake cell"), so a test that is
+// not about them accepts their violation, reported and logged, and nothing else: any other
+// failed gate, any other violated invariant (double binding, orphans, a brake that did not
+// engage, a fault's) and any error still fail it. The upgrade test checks the gate itself.
+var overCreation = []string{"correctness.pool_excess_max", "correctness.fill_creates_per_slot", "correctness.refill_creates_per_slot"}
+
+// readRunAllowing reads the run as readRun does, after runErr (the CLI's error): nil, or exit 3
+// from the invariant gate alone on allowed invariants only (each violation logged).
+func readRunAllowing(t *testing.T, out, suite string, allowed []string, runErr error) (*results.Results, string) {
+	t.Helper()
+	var exit *cli.ExitError
+	if runErr != nil && !(errors.As(runErr, &exit) && exit.Code == cli.ExitGateFailed) {
+		t.Fatalf("run %s: %v", suite, runErr)
 	}
 	r, dir := readRun(t, out, suite)
-	return r, dir, stdout
+	if runErr == nil {
+		return r, dir
+	}
+	for _, g := range r.Gates {
+		if !g.Passed && g.Name != analysis.InvariantGateName {
+			t.Fatalf("run %s: gate %q failed: %s", suite, g.Name, g.Message)
+		}
+	}
+	seen := 0
+	for _, s := range r.Summary {
+		for _, iv := range s.Invariants {
+			if iv.Violated == 0 {
+				continue
+			}
+			seen++
+			if !slices.Contains(allowed, iv.Key) {
+				t.Fatalf("run %s: cell %s: invariant %s %s", suite, s.Name, iv.Key, iv.Text)
+			}
+			t.Logf("allowed, reported: cell %s: %s %s", s.Name, iv.Key, iv.Text)
+		}
+	}
+	if seen == 0 {
+		t.Fatalf("run %s: exit 3 but no invariant violated: %v", suite, runErr)
+	}
+	return r, dir
 }
 
 // readRun reads the one run of suite written under out, and returns it with its directory.
