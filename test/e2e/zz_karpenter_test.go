@@ -184,6 +184,7 @@ func claimOfNode(tl nodechain.Timeline, node string) (nodechain.ClaimTimes, bool
 	return nodechain.ClaimTimes{}, false
 }
 
+// medianOf is median (teardown_test.go) over the links that were seen (NaN: not seen).
 func medianOf(xs []float64) float64 {
 	var v []float64
 	for _, x := range xs {
@@ -194,8 +195,7 @@ func medianOf(xs []float64) float64 {
 	if len(v) == 0 {
 		return math.NaN()
 	}
-	slices.Sort(v)
-	return v[(len(v)-1)/2]
+	return median(v)
 }
 
 func logChains(t *testing.T, what string, tl nodechain.Timeline) {
