@@ -28,7 +28,7 @@ func gpuNode(name string) *corev1.Node {
 }
 
 func journal(t *testing.T) *undo.Journal {
-	j, err := undo.OpenJournal(t.TempDir(), "run1", "https://127.0.0.1:1")
+	j, err := undo.OpenJournal(t.TempDir(), "run1", undo.ClusterID{Server: "https://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,7 +138,24 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 	case err != nil:
 		add("journals in "+jdir, "failed", err.Error()) // unreadable: kept for a person to read
 	}
-	host := cluster.RESTConfig().Host
+	live := undo.IdentifyCluster(ctx, cluster.RESTConfig().Host, c.Typed)
+	// ours: the journals about this cluster. A journal at this address that records no cluster
+	// UID (an older brakebench) may be about a cluster that no longer exists, e.g. a deleted lab
+	// whose port the new one reuses: replaying its paths and flags could break this one, so it
+	// is left for a person.
+	ours := journals[:0:0]
+	for _, j := range journals {
+		switch {
+		case j.Cluster.Server != live.Server:
+		case j.Unidentified() && live.UID != "":
+			add("journal "+j.Path, "skipped", "records this address but no cluster UID (older brakebench): may be about an earlier cluster at this address; read it, restore by hand if it is this one, and delete it")
+		case j.Cluster.Matches(live):
+			ours = append(ours, j)
+		default:
+			add("journal "+j.Path, "skipped", fmt.Sprintf("about an earlier cluster at this address (kube-system UID %s; this one is %s): nothing in it can be restored here; delete it", j.Cluster.UID, live.UID))
+		}
+	}
+	journals = ours
 	env := undo.ReplayEnv{Clients: c, Cluster: cluster}
 	// replay restores one pending change through the registry of replayers (each registered next
 	// to the code that journals the change); false when it could not be confirmed.
@@ -162,9 +179,6 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 	// ScaledObjects' finalizers itself).
 	early := map[string]bool{} // journal path + entry index -> restored
 	for _, j := range journals {
-		if j.Server != host {
-			continue
-		}
 		for i, e := range j.Pending() {
 			if r, ok := undo.ReplayerFor(e); ok && r.Early {
 				early[fmt.Sprintf("%s#%d", j.Path, i)] = replay(j, e)
@@ -184,9 +198,6 @@ func (a *app) cleanup(ctx context.Context, run string) error {
 	}
 	// Journals: created objects by exact name, then every pending change restored.
 	for _, j := range journals {
-		if j.Server != host {
-			continue // another cluster's run
-		}
 		ok := true
 		for _, e := range j.Entries {
 			if e.Op != undo.OpCreated {

@@ -388,7 +388,11 @@ func (a *app) execute(ctx context.Context, cluster provider.Cluster, cfg *config
 	if err != nil {
 		return nil, err
 	}
-	journal, err := undo.OpenJournal(jdir, runID, cluster.RESTConfig().Host)
+	clients, err := kube.NewClients(cluster.RESTConfig())
+	if err != nil {
+		return nil, err
+	}
+	journal, err := undo.OpenJournal(jdir, runID, undo.IdentifyCluster(ctx, cluster.RESTConfig().Host, clients.Typed))
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
@@ -405,10 +409,6 @@ func (a *app) execute(ctx context.Context, cluster provider.Cluster, cfg *config
 		// Everything was reverted: the journal has nothing left to replay.
 		_ = os.Remove(journal.Path)
 	}()
-	clients, err := kube.NewClients(cluster.RESTConfig())
-	if err != nil {
-		return nil, err
-	}
 	versions, _ := labbuild.LoadVersions()
 	env := &suites.Env{
 		Config: cfg, Cluster: cluster, Clients: clients, Progress: a.progress(), Reverts: reverts, Journal: journal, RunID: runID,

@@ -2,6 +2,7 @@ package undo
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // ErrNoJournal: the run asked for has no journal (it never changed anything, or was cleaned up).
@@ -39,6 +43,7 @@ type Entry struct {
 	Name       string          `json:"name,omitempty"`
 	Original   json.RawMessage `json:"original,omitempty"`
 	Server     string          `json:"server,omitempty"`
+	ClusterUID string          `json:"clusterUID,omitempty"`
 	Note       string          `json:"note,omitempty"`
 }
 
@@ -53,8 +58,30 @@ type Journal struct {
 	torn bool
 }
 
+// ClusterID says which cluster a journal is about: its API server's address, and the UID of its
+// kube-system namespace. The address alone is not an identity: a lab recreated in another state
+// directory gets the same loopback port, and a journal of the old lab (its paths and flags) must
+// never be replayed on the new one.
+type ClusterID struct {
+	Server string
+	UID    string // "" when it could not be read
+}
+
+// Matches reports whether a journal recorded for j is about the live cluster c. Both UIDs must
+// be known and equal; when the live cluster's UID cannot be read the address decides. A journal
+// without a UID (an older brakebench) matches nothing: see Unidentified.
+func (j ClusterID) Matches(c ClusterID) bool {
+	if j.Server != c.Server {
+		return false
+	}
+	if c.UID == "" {
+		return true
+	}
+	return j.UID == c.UID
+}
+
 // OpenJournal creates the run's journal and records which cluster it is about.
-func OpenJournal(dir, run, server string) (*Journal, error) {
+func OpenJournal(dir, run string, id ClusterID) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -64,7 +91,7 @@ func OpenJournal(dir, run, server string) (*Journal, error) {
 		return nil, err
 	}
 	j := &Journal{f: f, run: run, Path: path}
-	return j, j.Record(Entry{Op: OpCluster, Server: server})
+	return j, j.Record(Entry{Op: OpCluster, Server: id.Server, ClusterUID: id.UID})
 }
 
 // Record writes one entry and syncs it to disk.
@@ -103,9 +130,13 @@ func (j *Journal) Close() error {
 type RunJournal struct {
 	Run     string
 	Path    string
-	Server  string
+	Cluster ClusterID
 	Entries []Entry
 }
+
+// Unidentified reports whether the journal names its cluster's address but not its UID (written
+// by a brakebench before cluster UIDs were journaled): cleanup leaves it for a person to check.
+func (r RunJournal) Unidentified() bool { return r.Cluster.UID == "" }
 
 // Pending are the changes and controller settings not yet marked reverted, newest first. A
 // reverted entry undoes the latest earlier change of its Ref not yet undone (reverts run newest
@@ -163,7 +194,7 @@ func ReadJournals(dir, run string) ([]RunJournal, error) {
 				continue
 			}
 			if e.Op == OpCluster {
-				rj.Server = e.Server
+				rj.Cluster = ClusterID{Server: e.Server, UID: e.ClusterUID}
 			}
 			rj.Entries = append(rj.Entries, e)
 		}
@@ -187,4 +218,15 @@ func (r RunJournal) Remove() error {
 		return nil
 	}
 	return err
+}
+
+// IdentifyCluster reads the live cluster's identity: its address and its kube-system
+// namespace's UID (left "" when it cannot be read, e.g. an identity without that permission;
+// the address then decides alone).
+func IdentifyCluster(ctx context.Context, server string, cs kubernetes.Interface) ClusterID {
+	id := ClusterID{Server: server}
+	if ns, err := cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{}); err == nil {
+		id.UID = string(ns.UID)
+	}
+	return id
 }

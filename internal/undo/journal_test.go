@@ -2,6 +2,7 @@ package undo
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,15 +10,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 const testServer = "https://127.0.0.1:6443"
+
+var testCluster = ClusterID{Server: testServer, UID: "uid-1"}
 
 // writeJournal records entries in a new journal of run in dir (after OpenJournal's cluster entry)
 // and closes it.
 func writeJournal(t *testing.T, dir, run string, entries ...Entry) string {
 	t.Helper()
-	j, err := OpenJournal(dir, run, testServer)
+	j, err := OpenJournal(dir, run, testCluster)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,10 +97,10 @@ func TestJournalRoundTrip(t *testing.T) {
 		t.Errorf("path %s, want %s", path, want)
 	}
 	rj := readRun(t, dir, "run1")
-	if rj.Run != "run1" || rj.Path != path || rj.Server != testServer {
-		t.Errorf("journal run %q path %q server %q", rj.Run, rj.Path, rj.Server)
+	if rj.Run != "run1" || rj.Path != path || rj.Cluster != testCluster {
+		t.Errorf("journal run %q path %q cluster %+v", rj.Run, rj.Path, rj.Cluster)
 	}
-	want := append([]Entry{{Op: OpCluster, Server: testServer}}, in...)
+	want := append([]Entry{{Op: OpCluster, Server: testServer, ClusterUID: testCluster.UID}}, in...)
 	if len(rj.Entries) != len(want) {
 		t.Fatalf("%d entries, want %d: %v", len(rj.Entries), len(want), brief(rj.Entries))
 	}
@@ -153,8 +160,8 @@ func TestJournalTornLastLine(t *testing.T) {
 			if got, want := brief(rj.Entries), []string{"cluster", "created", `changed node/gpu-0 {"a":1}`}; !reflect.DeepEqual(got, want) {
 				t.Errorf("entries %q, want %q", got, want)
 			}
-			if rj.Server != testServer {
-				t.Errorf("server %q", rj.Server)
+			if rj.Cluster != testCluster {
+				t.Errorf("cluster %+v", rj.Cluster)
 			}
 			// The torn line may have been the change's "reverted": it is not, so the change is
 			// still pending and cleanup restores it.
@@ -289,7 +296,7 @@ func TestReadJournalsEmptyAndMissing(t *testing.T) {
 			t.Fatal(err)
 		}
 		rj := readRun(t, dir, "run1")
-		if rj.Run != "run1" || rj.Path != path || rj.Server != "" || len(rj.Entries) != 0 || len(rj.Pending()) != 0 {
+		if rj.Run != "run1" || rj.Path != path || rj.Cluster != (ClusterID{}) || len(rj.Entries) != 0 || len(rj.Pending()) != 0 {
 			t.Errorf("empty journal read as %+v", rj)
 		}
 	})
@@ -298,7 +305,7 @@ func TestReadJournalsEmptyAndMissing(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "run1.jsonl"), []byte(`{"run":"run1","op":"clus`), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if rj := readRun(t, dir, "run1"); len(rj.Entries) != 0 || rj.Server != "" {
+		if rj := readRun(t, dir, "run1"); len(rj.Entries) != 0 || rj.Cluster != (ClusterID{}) {
 			t.Errorf("torn-only journal read as %+v", rj)
 		}
 	})
@@ -373,7 +380,7 @@ func TestJournalRemove(t *testing.T) {
 // A write that fails part-way leaves a partial line; the next entry must still read back.
 func TestJournalEntryAfterAFailedWrite(t *testing.T) {
 	dir := t.TempDir()
-	j, err := OpenJournal(dir, "r1", "https://x")
+	j, err := OpenJournal(dir, "r1", ClusterID{Server: "https://x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,5 +414,37 @@ func TestJournalTooLongIsAnError(t *testing.T) {
 	}
 	if _, err := ReadJournals(dir, "r2"); err == nil {
 		t.Fatal("want an error for a journal that cannot be read to its end")
+	}
+}
+
+// A journal is replayed only on the cluster it is about: same address is not enough (a new lab
+// reuses the old one's port), and an unreadable live UID falls back to the address.
+func TestClusterIDMatches(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		journal, live ClusterID
+		want          bool
+	}{
+		{"same address and UID", ClusterID{"https://a:1", "u1"}, ClusterID{"https://a:1", "u1"}, true},
+		{"same address, another cluster", ClusterID{"https://a:1", "u1"}, ClusterID{"https://a:1", "u2"}, false},
+		{"another address", ClusterID{"https://a:1", "u1"}, ClusterID{"https://a:2", "u1"}, false},
+		{"live UID unreadable", ClusterID{"https://a:1", "u1"}, ClusterID{"https://a:1", ""}, true},
+		{"journal without UID, live UID known", ClusterID{"https://a:1", ""}, ClusterID{"https://a:1", "u1"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.journal.Matches(tc.live); got != tc.want {
+				t.Errorf("%+v.Matches(%+v) = %v, want %v", tc.journal, tc.live, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIdentifyCluster(t *testing.T) {
+	cs := fake.NewSimpleClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: "ks-uid"}})
+	if got := IdentifyCluster(context.Background(), "https://a:1", cs); got != (ClusterID{"https://a:1", "ks-uid"}) {
+		t.Errorf("got %+v", got)
+	}
+	if got := IdentifyCluster(context.Background(), "https://a:1", fake.NewSimpleClientset()); got != (ClusterID{Server: "https://a:1"}) {
+		t.Errorf("without kube-system: got %+v", got)
 	}
 }

@@ -256,7 +256,7 @@ func TestZZKarpenterRepairBreaker(t *testing.T) {
 	logChains(t, "provisioning", tl)
 
 	dir := t.TempDir()
-	journal, err := undo.OpenJournal(dir, "karpenter-e2e", labState.Server)
+	journal, err := undo.OpenJournal(dir, "karpenter-e2e", undo.ClusterID{Server: labState.Server})
 	if err != nil {
 		t.Fatal(err)
 	}
