@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 	"time"
 
@@ -67,7 +68,7 @@ type Blocked struct {
 type Timeline struct {
 	Claims  map[string]ClaimTimes `json:"claims"`
 	Nodes   map[string]NodeTimes  `json:"nodes"`
-	Pods    map[string]PodTimes   `json:"pods"`
+	Pods    map[string]PodTimes   `json:"pods"` // by UID (a pod recreated under its name is another pod)
 	Blocked []Blocked             `json:"blocked,omitempty"`
 }
 
@@ -248,7 +249,7 @@ func (t *Tracker) pod(o any) {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pt, seen := t.tl.Pods[p.Name]
+	pt, seen := t.tl.Pods[podKey(p)]
 	if !seen {
 		pt = PodTimes{Name: p.Name, Created: now}
 	}
@@ -266,8 +267,17 @@ func (t *Tracker) pod(o any) {
 			setOnce(&pt.Ready, now)
 		}
 	}
-	t.tl.Pods[p.Name] = pt
+	t.tl.Pods[podKey(p)] = pt
 	t.signal()
+}
+
+// podKey keys a pod by its UID: a controller that recreates a deleted pod under the same name
+// (agent-sandbox names a sandbox's pod after the sandbox) makes a new pod with its own chain.
+func podKey(p *corev1.Pod) string {
+	if p.UID != "" {
+		return string(p.UID)
+	}
+	return p.Name
 }
 
 func (t *Tracker) podGone(o any) {
@@ -278,13 +288,13 @@ func (t *Tracker) podGone(o any) {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pt := t.tl.Pods[p.Name]
+	pt := t.tl.Pods[podKey(p)]
 	pt.Name = p.Name
 	if pt.Created.IsZero() {
 		pt.Created = now
 	}
 	pt.Deleted = now
-	t.tl.Pods[p.Name] = pt
+	t.tl.Pods[podKey(p)] = pt
 	t.signal()
 }
 
@@ -351,6 +361,18 @@ func (t *Tracker) WaitFor(ctx context.Context, what string, timeout time.Duratio
 			return tl, fmt.Errorf("%s: %w", what, ctx.Err())
 		}
 	}
+}
+
+// LiveNodes are the pool's Ready, undeleted nodes, sorted.
+func (tl Timeline) LiveNodes() []string {
+	var out []string
+	for _, n := range tl.Nodes {
+		if !n.Ready.IsZero() && n.Deleted.IsZero() {
+			out = append(out, n.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Live counts what exists now: NodeClaims not deleting, Nodes Ready and not deleted, pods Ready

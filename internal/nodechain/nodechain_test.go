@@ -148,3 +148,28 @@ func TestChainsMissingLinks(t *testing.T) {
 		t.Errorf("%+v", ch)
 	}
 }
+
+// A pod deleted and recreated under the same name (agent-sandbox names a sandbox's pod after the
+// sandbox) is a second pod with its own chain, not the first one's.
+func TestTrackerPodRecreatedUnderItsName(t *testing.T) {
+	clock := time.Unix(100, 0)
+	tr := newTracker(func() time.Time { return clock })
+	ready := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	first := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sb-1", UID: "u1"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Conditions: ready}}
+	tr.pod(first)
+	clock = clock.Add(5 * time.Second)
+	tr.podGone(first)
+	clock = clock.Add(time.Second)
+	second := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sb-1", UID: "u2"}}
+	tr.pod(second)
+	tl := tr.Snapshot()
+	if len(tl.Pods) != 2 {
+		t.Fatalf("pods %+v, want two", tl.Pods)
+	}
+	if p := tl.Pods["u1"]; p.Deleted.IsZero() || p.Node != "n1" || p.Ready.IsZero() {
+		t.Errorf("first pod %+v", p)
+	}
+	if p := tl.Pods["u2"]; !p.Deleted.IsZero() || !p.Ready.IsZero() || !p.Created.Equal(time.Unix(106, 0)) {
+		t.Errorf("second pod %+v: a new chain from its own creation", p)
+	}
+}
