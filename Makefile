@@ -45,7 +45,7 @@ scale:
 # lab of its own: after 15 minutes of tests the lab's API server is slower and noisier, which the
 # benchmark would measure instead of the generator.
 e2e: lab-e2e
-	$(GO) test -tags e2e -count=1 -p 1 -timeout 55m -v -run . ./test/e2e/
+	$(GO) test -tags e2e -count=1 -p 1 -timeout 75m -v -run . ./test/e2e/
 	$(GO) test -tags e2e -count=1 -p 1 -timeout 20m -v -run '^$$' -bench BenchmarkLoadgen -benchtime 1x ./test/e2e/
 
 test: lint unit scale e2e

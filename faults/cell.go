@@ -9,6 +9,7 @@ import (
 	"github.com/brakebench/brakebench/internal/catalog"
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/undo"
@@ -46,6 +47,13 @@ type Preparer interface {
 	Prepare(ctx context.Context, r *Run) error
 }
 
+// Placer is a fault type whose cells need the warm pool's pods on particular nodes (node
+// repair: on the NodePool Karpenter repairs); PlacePod adapts the SandboxTemplate's pod spec
+// before the pool fills.
+type Placer interface {
+	PlacePod(cfg *config.Resolved, spec map[string]any) error
+}
+
 // Prechecker is a fault type with checks that need no cluster (run before one is touched).
 type Prechecker interface {
 	Precheck(cfg *config.Resolved) error
@@ -71,14 +79,21 @@ type Metricer interface {
 	Metrics() []catalog.Metric
 }
 
-// Run is what a Preparer gets: the run's cluster and its revert stack.
+// Run is what a Preparer gets: the run's cluster, journal and revert stack. One Run is shared
+// by every fault type of a plan, so what one prepared the next can see (two fault types that
+// share a setup prepare it once).
 type Run struct {
 	Config  *config.Resolved
 	Clients *kube.Clients
+	Cluster any // the provider's cluster (faults that need an add-on from it)
+	Journal *undo.Journal
+	RunID   string
 	Reverts *undo.Stack
 	Printf  func(format string, args ...any)
 	// DCGM is set by the GPU fault's Prepare.
 	DCGM *DCGMExporter
+	// Karpenter is set by the node-repair faults' Prepare.
+	Karpenter *provider.Karpenter
 }
 
 // Cell is what a fault gets from the cell runner.
@@ -95,6 +110,7 @@ type Cell struct {
 	Rec       *recorder.Recorder
 	Timeline  *Timeline
 	DCGM      *DCGMExporter
+	Karpenter *provider.Karpenter
 }
 
 var cellFaults = map[string]CellFault{}

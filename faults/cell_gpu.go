@@ -264,17 +264,20 @@ func pickGPUNodes(gpuNodes []string, snap recorder.Snapshot, n int) []string {
 			count[p.Node]++
 		}
 	}
-	nodes := append([]string(nil), gpuNodes...)
+	return mostLoaded(gpuNodes, count, n)
+}
+
+// mostLoaded are the n nodes with the highest count (so a fault bites), ties by name:
+// deterministic for a given cluster state.
+func mostLoaded(nodes []string, count map[string]int, n int) []string {
+	nodes = append([]string(nil), nodes...)
 	sort.SliceStable(nodes, func(i, j int) bool {
 		if count[nodes[i]] != count[nodes[j]] {
 			return count[nodes[i]] > count[nodes[j]]
 		}
 		return nodes[i] < nodes[j]
 	})
-	if n > len(nodes) {
-		n = len(nodes)
-	}
-	return nodes[:n]
+	return nodes[:min(n, len(nodes))]
 }
 
 // gpuCell arms the GPU fault at T0+armAfter (claims are then in flight) and reports what it did.

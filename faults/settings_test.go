@@ -61,6 +61,10 @@ func TestFaultSettingsErrors(t *testing.T) {
 		{"scheduler burst", "scheduler-qps", config.Loader{Sets: []string{"faults.controlPlane.schedulerBurst=200000"}}, "--set", "faults.controlPlane.schedulerBurst", `expected 1 to 100000, got 200000`},
 		{"max requests inflight", "apiserver-inflight", config.Loader{Sets: []string{"faults.controlPlane.maxRequestsInflight=0"}}, "--set", "faults.controlPlane.maxRequestsInflight", `expected 1 to 100000, got 0`},
 		{"max mutating requests inflight", "apiserver-inflight", config.Loader{Sets: []string{"faults.controlPlane.maxMutatingRequestsInflight=0"}}, "--set", "faults.controlPlane.maxMutatingRequestsInflight", `expected 1 to 100000, got 0`},
+		{"repair gpus per sandbox", "node-repair", config.Loader{Sets: []string{"faults.nodeRepair.gpusPerSandbox=9"}}, "--set", "faults.nodeRepair.gpusPerSandbox", `expected 1 to 8 (the lab's GPU instance type has 8), got 9`},
+		{"repair toleration scale", "node-repair", config.Loader{Sets: []string{"faults.nodeRepair.tolerationScale=0"}}, "--set", "faults.nodeRepair.tolerationScale", `expected a factor in (0, 1], got 0`},
+		{"repair storage kind", "node-repair-blocked", config.Loader{Sets: []string{"faults.nodeRepair.kind=storage"}}, "--set", "faults.nodeRepair.kind", `expected one of xid, ecc, nvlink, device-count, kernel, networking, runtime (storage is warning-only: nothing to repair), got storage`},
+		{"repair settle timeout", "node-repair", config.Loader{Sets: []string{"faults.nodeRepair.settleTimeout=0s"}}, "--set", "faults.nodeRepair.settleTimeout", `expected a duration from 1s to 24h, got 0s`},
 		// The control-plane fault types share their keys: each checks all of them.
 		{"shared control-plane keys", "scheduler-qps", config.Loader{Sets: []string{"faults.controlPlane.maxRequestsInflight=0"}}, "--set", "faults.controlPlane.maxRequestsInflight", `expected 1 to 100000, got 0`},
 	}
@@ -146,8 +150,8 @@ func TestFaultDefaults(t *testing.T) {
 			t.Errorf("owner %s: no defaults file: %v", owner, err)
 		}
 	}
-	if len(owners) != 3 {
-		t.Errorf("owners %v, want apf-throttle, control-plane, gpu", owners)
+	if len(owners) != 4 {
+		t.Errorf("owners %v, want apf-throttle, control-plane, gpu, node-repair", owners)
 	}
 	apf, err := settingsOf[apfSettings](cfg)
 	if err != nil {
@@ -164,6 +168,13 @@ func TestFaultDefaults(t *testing.T) {
 	}
 	if want := (gpuKeys{Nodes: 1, Kind: "xid", XID: 79, Escalate: "taint", ArmAfter: time.Second, MaxUnavailableFraction: 0.2}); gpu.GPU != want {
 		t.Errorf("gpu defaults %+v, want %+v", gpu.GPU, want)
+	}
+	nr, err := settingsOf[nodeRepairSettings](cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (nodeRepairKeys{GPUsPerSandbox: 1, TolerationScale: 0.01, Kind: "xid", XID: 79, ArmAfter: time.Second, SettleTimeout: 2 * time.Minute}); nr.NodeRepair != want {
+		t.Errorf("node-repair defaults %+v, want %+v", nr.NodeRepair, want)
 	}
 	cp, err := settingsOf[controlPlaneSettings](cfg)
 	if err != nil {

@@ -19,6 +19,15 @@ type AutoscaleArm struct {
 	Assertions                           []string
 	Steps                                []AutoscaleStepRow
 	Chart                                template.HTML
+	// Nodes describes the Karpenter NodePool the cell ran on, and NodeSteps each step's node
+	// chain ("" and nil on the cluster's own nodes).
+	Nodes     string
+	NodeSteps []AutoscaleNodeRow
+}
+
+// AutoscaleNodeRow is one step's node chain on a Karpenter NodePool.
+type AutoscaleNodeRow struct {
+	Demand, Pods, OnExisting, NodeClaim, NodeReady, PodReady, ClaimsCreated, NodesDeleted, Consolidated, ReadyNodes string
 }
 
 // AutoscaleStepRow is one demand step.
@@ -71,6 +80,18 @@ func autoscaleArms(r *results.Results) ([]AutoscaleArm, error) {
 			arm.Steps = append(arm.Steps, AutoscaleStepRow{Demand: fmt.Sprint(s.Demand), Expected: exp, Decision: fmt.Sprint(s.Decision),
 				DecisionAfter: results.FormatSecs(s.DecisionSeconds), Capacity: fmt.Sprint(s.Capacity), CapacityAfter: results.FormatSecs(s.CapacitySeconds),
 				Peak: fmt.Sprint(s.PeakSpec), Warm: fmt.Sprint(s.Warm), Cold: fmt.Sprint(s.Cold)})
+			if n := s.Nodes; n != nil {
+				arm.NodeSteps = append(arm.NodeSteps, AutoscaleNodeRow{Demand: fmt.Sprint(s.Demand), Pods: fmt.Sprint(n.Pods), OnExisting: fmt.Sprint(n.OnExistingNodes),
+					NodeClaim: results.FormatSecs(n.NodeClaimS), NodeReady: results.FormatSecs(n.NodeReadyS), PodReady: results.FormatSecs(n.PodReadyS),
+					ClaimsCreated: fmt.Sprint(n.ClaimsCreated), NodesDeleted: fmt.Sprint(n.NodesDeleted), Consolidated: results.FormatSecs(n.ConsolidatedS), ReadyNodes: fmt.Sprint(n.ReadyNodes)})
+			}
+		}
+		if n := a.Nodes; n != nil {
+			arm.Nodes = fmt.Sprintf("Karpenter %s, NodePool %s: %d GPU(s) a sandbox on 8-GPU nodes, empty nodes consolidated after %s, %d Ready node(s) at the start",
+				n.Karpenter, n.NodePool, n.GPUsPerSandbox, n.ConsolidateAfter, n.StartNodes)
+			if n.Headroom > 0 {
+				arm.Nodes += fmt.Sprintf("; CapacityBuffer of %d chunk(s) (capacity-buffer brake), its nodes Ready %s after it was created", n.Headroom, results.FormatSecs(n.HeadroomReadyS))
+			}
 		}
 		if len(a.Samples) > 0 {
 			svg, err := autoscaleChart(c)

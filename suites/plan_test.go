@@ -162,12 +162,13 @@ func TestPlanFaultErrors(t *testing.T) {
 		sets []string
 		want string
 	}{
-		{[]string{"matrix.faults=none,earthquake"}, `key "matrix.faults": expected items from none, apf-throttle, apiserver-inflight, gpu, scheduler-qps; got "earthquake"`},
+		{[]string{"matrix.faults=none,earthquake"}, `key "matrix.faults": expected items from none, apf-throttle, apiserver-inflight, gpu, node-repair, node-repair-blocked, scheduler-qps; got "earthquake"`},
 		{[]string{"matrix.faults=none,gpu", "lab.nodes.gpus=0"}, `key "lab.nodes.gpus": expected GPU capacity on the lab's nodes`},
 		{[]string{"matrix.faults=apf-throttle", "faults.apf.target=loadgen", "loadgen.identity=exempt"}, `key "faults.apf.target": expected controller, or loadgen with loadgen.identity=serviceaccount`},
 		// Each fault type checks its own settings (faults.*) here, before any cluster is touched.
 		{[]string{"matrix.faults=none,gpu", "lab.nodes.gpus=8", "faults.gpu.kind=plasma"}, `--set: key "faults.gpu.kind": expected one of xid, ecc, nvlink, device-count, kernel, networking, runtime, storage, got plasma`},
 		{[]string{"matrix.faults=none,scheduler-qps", "faults.controlPlane.schedulerQPS=0"}, `--set: key "faults.controlPlane.schedulerQPS": expected 1 to 100000, got 0`},
+		{[]string{"matrix.faults=node-repair", "faults.nodeRepair.tolerationScale=2"}, `--set: key "faults.nodeRepair.tolerationScale": expected a factor in (0, 1], got 2`},
 	}
 	for _, tc := range cases {
 		cfg, err := config.Loader{Sets: tc.sets}.Load()
@@ -191,6 +192,19 @@ func TestPlanFaultErrors(t *testing.T) {
 	}
 	for _, c := range p.Cells {
 		if (c.Fault == "scheduler-qps") != strings.Contains(c.NotApplicable, "only the lab can do") {
+			t.Errorf("cell %s: not applicable %q", c.ID, c.NotApplicable)
+		}
+	}
+	// Node repair needs the lab's Karpenter: not applicable elsewhere.
+	cfg, err = config.Loader{Sets: []string{"matrix.faults=none,node-repair", "cluster.provider=kubeconfig", "cluster.context=x", "cluster.allowContext=x"}}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = WarmpoolBurst().Plan(cfg, PlanContext{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Cells {
+		if (c.Fault == "node-repair") != strings.Contains(c.NotApplicable, "which only the lab runs") {
 			t.Errorf("cell %s: not applicable %q", c.ID, c.NotApplicable)
 		}
 	}
@@ -272,5 +286,31 @@ func TestPlanRejectsArgValues(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--kube-api-qps=fast is not a valid float64") {
 			t.Errorf("%v: err %v", sets, err)
 		}
+	}
+}
+
+// Headroom shaped like the pool's pods only means something where the pool needs Karpenter
+// nodes: capacity-buffer cells without a node-repair fault are planned as not applicable.
+func TestPlanCapacityBufferNeedsKarpenterPool(t *testing.T) {
+	cfg, err := config.Loader{Sets: []string{"matrix.brakes=none,capacity-buffer", "matrix.faults=none,node-repair"}}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := WarmpoolBurst().Plan(cfg, PlanContext{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range p.Cells {
+		want := c.Fault == "none" && strings.HasPrefix(c.Name, "capacity-buffer")
+		if got := strings.Contains(c.NotApplicable, "headroom on a Karpenter NodePool"); got != want {
+			t.Errorf("cell %s (fault %s): not applicable %q", c.ID, c.Fault, c.NotApplicable)
+		}
+		if want {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Error("no capacity-buffer cell without a fault was planned")
 	}
 }

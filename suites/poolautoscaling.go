@@ -20,8 +20,10 @@ import (
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/demand"
 	"github.com/brakebench/brakebench/internal/kube"
+	"github.com/brakebench/brakebench/internal/nodechain"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/sut/karpenter"
 	"github.com/brakebench/brakebench/internal/sut/keda"
 	"github.com/brakebench/brakebench/internal/teardown"
 	"github.com/brakebench/brakebench/internal/undo"
@@ -54,9 +56,14 @@ func (poolAutoscaling) Plan(cfg *config.Resolved, _ PlanContext) (*Plan, error) 
 	}
 	p := &Plan{Suite: "pool-autoscaling", Seed: seed, Primary: "arm"}
 	for _, b := range cfg.Matrix.Brakes {
-		// The autoscaler runs under controller-flag brakes only (the refill brakes), not under
-		// brakes that bring cluster objects of their own.
-		combo, err := brakes.Resolve(cfg, b, brakes.FlagsOnly)
+		// The autoscaler runs under controller-flag brakes (the refill brakes), and on a
+		// Karpenter NodePool under brakes shaped like the pool's pods (capacity-buffer), not under
+		// other brakes that bring cluster objects of their own.
+		keep := brakes.FlagsOnly
+		if a.Nodes == "karpenter" {
+			keep = brakes.FlagsOrPodShaped
+		}
+		combo, err := brakes.Resolve(cfg, b, keep)
 		if err != nil {
 			return nil, err
 		}
@@ -91,6 +98,10 @@ func (poolAutoscaling) Plan(cfg *config.Resolved, _ PlanContext) (*Plan, error) 
 	where := "lab: KEDA's operator and metrics adapter (built on first use, ~8-13 min cold) run as local processes; an APIService for external.metrics.k8s.io and an ExternalName Service route to the adapter on localhost; both are deleted and the processes stopped at the end"
 	if a.HPASyncPeriod > 0 {
 		where += fmt.Sprintf("; kube-controller-manager restarted with --horizontal-pod-autoscaler-sync-period=%s and restored afterwards", a.HPASyncPeriod)
+	}
+	if a.Nodes == "karpenter" {
+		where += fmt.Sprintf("; Karpenter (built on first use) runs as a local process with a NodePool %s of 8-GPU nodes (tainted %s; the pool's pods tolerate it and request %d GPU(s) each), empty nodes consolidated after %s; the process, NodePool, NodeClaims and nodes are removed at the end",
+			autoscalePool, autoscaleTaint, a.GPUsPerSandbox, a.ConsolidateAfter)
 	}
 	if cfg.Cluster.Provider != "lab" {
 		where = fmt.Sprintf("%s: the installed KEDA is used as it is; KEDA reads demand from %s (run `brakebench exporter` there)", cfg.Cluster.Provider, a.ExporterURL)
@@ -151,6 +162,13 @@ func (s poolAutoscaling) Run(ctx context.Context, env *Env, plan *Plan) (*result
 			env.Versions["keda"] = k.Version()
 		}
 	}
+	var kp *provider.Karpenter
+	if env.Config.Autoscale.Nodes == "karpenter" {
+		var err error
+		if kp, err = startAutoscalePool(ctx, env); err != nil {
+			return nil, err
+		}
+	}
 	registered := false
 	runCells(ctx, env, plan, res,
 		func(pc PlannedCell) string {
@@ -161,7 +179,7 @@ func (s poolAutoscaling) Run(ctx context.Context, env *Env, plan *Plan) (*result
 			if err := configureController(ctx, env, "", pc.Flags, &registered); err != nil {
 				cell = results.Cell{Brake: pc.Brake, Error: "configure controller: " + err.Error()}
 			} else {
-				cell = s.runCell(ctx, env, sc, k, pc, idx, plan.Seed)
+				cell = s.runCell(ctx, env, sc, k, kp, pc, idx, plan.Seed)
 			}
 			version, flags := env.Cluster.Controller().Current()
 			cell.Controller = results.Controller{Version: version, Flags: flags}
@@ -173,7 +191,7 @@ func (s poolAutoscaling) Run(ctx context.Context, env *Env, plan *Plan) (*result
 	return res, nil
 }
 
-func (poolAutoscaling) runCell(ctx context.Context, env *Env, sc *Scope, k provider.KEDA, pc PlannedCell, idx int, seed int64) (cell results.Cell) {
+func (poolAutoscaling) runCell(ctx context.Context, env *Env, sc *Scope, k provider.KEDA, kp *provider.Karpenter, pc PlannedCell, idx int, seed int64) (cell results.Cell) {
 	a := env.Config.Autoscale
 	c := env.Clients
 	ns, labels := sc.Namespace, sc.Labels
@@ -206,13 +224,71 @@ func (poolAutoscaling) runCell(ctx context.Context, env *Env, sc *Scope, k provi
 		return cell
 	}
 	defer stopHPA()
-	if err := c.Apply(ctx, BenchObjects(ns, a.MinReplicas, env.Config.Workload.PodImage(), env.Config.Workload.Placement == "real-node"), labels); err != nil {
+	objs := BenchObjects(ns, a.MinReplicas, env.Config.Workload.PodImage(), env.Config.Workload.Placement == "real-node")
+	var tracker *nodechain.Tracker
+	if kp != nil {
+		if err := placeTemplate(objs[0], func(spec map[string]any) error {
+			return karpenter.PlacePod(spec, autoscalePool, autoscaleTaint, a.GPUsPerSandbox)
+		}); err != nil {
+			cell.Error = err.Error()
+			return cell
+		}
+		tctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if tracker, err = nodechain.Start(tctx, c, ns, autoscalePool); err != nil {
+			cell.Error = err.Error()
+			return cell
+		}
+		as.Nodes = &results.AutoscaleNodes{Karpenter: kp.Version, NodePool: autoscalePool, GPUsPerSandbox: a.GPUsPerSandbox,
+			ConsolidateAfter: a.ConsolidateAfter.String(), Headroom: headroomOf(pc.Brake)}
+	}
+	podSpec, _, _ := unstructured.NestedMap(objs[0].Object, "spec", "podTemplate", "spec")
+	if err := c.Apply(ctx, objs, labels); err != nil {
 		cell.Error = err.Error()
 		return cell
 	}
 	if !rec.WaitFor(ctx, a.SettleTimeout, func() bool { r, _ := rec.PoolReady(PoolName); return r >= int64(a.MinReplicas) }) {
 		cell.Error = fmt.Sprintf("pool did not fill to %d within %s", a.MinReplicas, a.SettleTimeout)
 		return cell
+	}
+	if kp != nil {
+		// Nodes an earlier cell emptied are removed now (their NodeClaims deleted; Karpenter
+		// terminates them), so every cell starts from the nodes its own minimum needs: waiting
+		// for Karpenter's consolidation was measured at 21 s to more than 95 s on the lab.
+		base := nodesFor(a.MinReplicas, a.GPUsPerSandbox)
+		if n, err := removeEmptyPoolNodes(ctx, c, tracker.Snapshot()); err != nil {
+			sc.Timeline.Add("nodes", "error", "remove the earlier cells' empty nodes: "+err.Error())
+		} else if n > 0 {
+			sc.Timeline.Add("nodes", "removed", fmt.Sprintf("%d empty node(s) left by earlier cells", n))
+		}
+		if _, err := tracker.WaitFor(ctx, fmt.Sprintf("the NodePool at the %d node(s) the pool's minimum needs", base), time.Minute, func(tl nodechain.Timeline) bool {
+			claims, ready, _ := tl.Live()
+			return claims == base && ready == base
+		}); err != nil {
+			sc.Timeline.Add("nodes", "error", "the cell starts with nodes left by earlier cells: "+err.Error())
+		}
+		// Headroom (the capacity-buffer brake): installed now, with the pool at its minimum,
+		// and waited for until Karpenter's nodes for it are Ready, so the profile meets it.
+		start := time.Now()
+		if err := brakes.FromResult(pc.Brake).Apply(ctx, &brakes.Cell{Install: installer(c, env.Journal, sc.Reverts, labels), Log: sc.Timeline.Add,
+			Namespace: ns, PodSpec: podSpec}); err != nil {
+			cell.Error = "apply brake " + err.Error()
+			return cell
+		}
+		want := nodesFor(a.MinReplicas+as.Nodes.Headroom, a.GPUsPerSandbox)
+		tl, err := tracker.WaitFor(ctx, fmt.Sprintf("%d Ready pool node(s)", want), a.SettleTimeout, func(tl nodechain.Timeline) bool {
+			_, ready, _ := tl.Live()
+			return ready >= want
+		})
+		if err != nil {
+			cell.Error = err.Error()
+			return cell
+		}
+		if as.Nodes.Headroom > 0 {
+			v := time.Since(start).Seconds()
+			as.Nodes.HeadroomReadyS = &v
+		}
+		_, as.Nodes.StartNodes, _ = tl.Live()
 	}
 	// The demand exporter: served here on the lab; elsewhere KEDA reads the configured one.
 	var exp *demand.Exporter
@@ -282,6 +358,7 @@ func (poolAutoscaling) runCell(ctx context.Context, env *Env, sc *Scope, k provi
 	gen := &loadgen.Generator{Namespace: ns, Pool: PoolName, Prefix: "claim-", Labels: labels}
 	dm := &demandSetter{c: c, gen: gen, ns: ns}
 	t0 := time.Now()
+	sc.T0 = t0 // the cell's timeline (a brake's events) reads from here
 	var created [][]string
 	for i, d := range profile {
 		stepStart := t0.Add(time.Duration(i) * a.StepDuration)
@@ -304,6 +381,11 @@ func (poolAutoscaling) runCell(ctx context.Context, env *Env, sc *Scope, k provi
 	as.APIWrites = autoscalerWrites(deltas(before, after))
 	snap := rec.Snapshot()
 	assembleAutoscale(as, snap, dm.history(), created, t0, end)
+	if tracker != nil {
+		for i, st := range nodeSteps(tracker.Snapshot(), t0, a.StepDuration, len(as.Steps)) {
+			as.Steps[i].Nodes = st
+		}
+	}
 	as.ExporterHits = []results.AutoscaleHit{}
 	if exp != nil {
 		for _, h := range exp.Hits() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/brakebench/brakebench/internal/karpool"
 	"github.com/brakebench/brakebench/internal/provider"
 	"github.com/brakebench/brakebench/internal/undo"
 )
@@ -48,6 +49,17 @@ func init() {
 				return fmt.Errorf("cluster provider %s cannot restore KEDA", providerName(env.Cluster))
 			}
 			return kc.RestoreKEDA(ctx, e.Original)
+		}})
+	undo.RegisterReplayer(undo.Replayer{Op: undo.OpChanged, Kind: karpool.JournalKind,
+		What: func(_ undo.Entry, run string) string {
+			return fmt.Sprintf("restore Karpenter / stop the lab's Karpenter, remove its NodePool, NodeClaims and nodes (run %s)", run)
+		},
+		Replay: func(ctx context.Context, env undo.ReplayEnv, e undo.Entry) error {
+			kc, ok := env.Cluster.(provider.KarpenterCluster)
+			if !ok {
+				return fmt.Errorf("cluster provider %s cannot restore Karpenter", providerName(env.Cluster))
+			}
+			return kc.RestoreKarpenter(ctx, e.Original)
 		}})
 }
 

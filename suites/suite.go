@@ -46,8 +46,10 @@ type Env struct {
 	// Source returns the directory of the controller's module at version (overlays, manifests).
 	Source func(ctx context.Context, version string) (string, error)
 	// DCGM serves dcgm-exporter metrics for the GPU nodes while the run lasts (gpu cells).
-	DCGM  *faults.DCGMExporter
-	RunID string
+	DCGM *faults.DCGMExporter
+	// Karpenter is the Karpenter the node-repair cells' NodePool is served by.
+	Karpenter *provider.Karpenter
+	RunID     string
 	// APF is how API Priority and Fairness classified the load generator (set by the first cell).
 	APF *loadgen.APF
 	// Versions are the pinned component versions (for provenance).

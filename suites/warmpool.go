@@ -131,8 +131,16 @@ func (w *warmPool) Plan(cfg *config.Resolved, pc PlanContext) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		if f, _ := faults.CellFaultNamed(fault); f != nil && na == "" {
+		f, _ := faults.CellFaultNamed(fault)
+		if f != nil && na == "" {
 			na = f.NotApplicable(cfg)
+		}
+		if _, placed := f.(faults.Placer); na == "" && !placed {
+			for _, part := range combo.Parts {
+				if _, shaped := part.Brake.(brakes.PodShaped); shaped {
+					na = part.Brake.Name() + " is headroom on a Karpenter NodePool, and this cell's pool is on the lab's own nodes (combine it with the node-repair or node-repair-blocked fault)"
+				}
+			}
 		}
 		extra := strings.Fields(set)
 		if na == "" {
@@ -378,6 +386,8 @@ func prepareVersions(ctx context.Context, env *Env, plan *Plan) error {
 // fault's dcgm-exporter) before the first cell.
 func prepareFaults(ctx context.Context, env *Env, plan *Plan) error {
 	done := map[string]bool{}
+	r := &faults.Run{Config: env.Config, Clients: env.Clients, Cluster: env.Cluster, Journal: env.Journal, RunID: env.RunID,
+		Reverts: env.Reverts, Printf: env.Progress.Printf}
 	for _, c := range plan.Cells {
 		f, _ := faults.CellFaultNamed(c.Fault)
 		if f == nil || c.NotApplicable != "" || done[c.Fault] {
@@ -385,14 +395,14 @@ func prepareFaults(ctx context.Context, env *Env, plan *Plan) error {
 		}
 		done[c.Fault] = true
 		if p, ok := f.(faults.Preparer); ok {
-			r := &faults.Run{Config: env.Config, Clients: env.Clients, Reverts: env.Reverts, Printf: env.Progress.Printf}
 			if err := p.Prepare(ctx, r); err != nil {
 				return fmt.Errorf("prepare %s cells: %w", c.Fault, err)
 			}
-			if r.DCGM != nil {
-				env.DCGM = r.DCGM
-			}
 		}
+	}
+	env.DCGM, env.Karpenter = r.DCGM, r.Karpenter
+	if r.Karpenter != nil && env.Versions != nil {
+		env.Versions["karpenter"] = r.Karpenter.Version
 	}
 	return nil
 }

@@ -62,7 +62,7 @@ func runCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, idx int, 
 	if f, _ := faults.CellFaultNamed(pc.Fault); f != nil {
 		step := time.Now()
 		armed, err = f.Arm(ctx, &faults.Cell{Config: cfg, Clients: c, Cluster: env.Cluster, Journal: env.Journal, Reverts: sc.Reverts,
-			Labels: labels, Namespace: ns, RunID: env.RunID, Index: idx, Rec: rec, Timeline: log, DCGM: env.DCGM})
+			Labels: labels, Namespace: ns, RunID: env.RunID, Index: idx, Rec: rec, Timeline: log, DCGM: env.DCGM, Karpenter: env.Karpenter})
 		if err != nil {
 			cell.Error = "arm " + pc.Fault + ": " + err.Error()
 			return cell
@@ -260,11 +260,21 @@ func BenchObjects(ns string, replicas int, image string, realNode bool) []*unstr
 		"spec":     map[string]any{"replicas": int64(replicas), "sandboxTemplateRef": map[string]any{"name": templateName}},
 	}}
 	if realNode { // workload.placement real-node: a real runtime's cold start on the lab's real node
-		spec, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "podTemplate", "spec")
-		kube.RealNodePodSpec(spec)
-		_ = unstructured.SetNestedMap(tmpl.Object, spec, "spec", "podTemplate", "spec")
+		_ = placeTemplate(tmpl, func(spec map[string]any) error { kube.RealNodePodSpec(spec); return nil })
 	}
 	return []*unstructured.Unstructured{tmpl, pool}
+}
+
+// placeTemplate adapts a SandboxTemplate's pod spec in place.
+func placeTemplate(tmpl *unstructured.Unstructured, place func(spec map[string]any) error) error {
+	spec, _, err := unstructured.NestedMap(tmpl.Object, "spec", "podTemplate", "spec")
+	if err != nil {
+		return err
+	}
+	if err := place(spec); err != nil {
+		return err
+	}
+	return unstructured.SetNestedMap(tmpl.Object, spec, "spec", "podTemplate", "spec")
 }
 
 type scrapes map[string]scrapeResult
@@ -491,7 +501,17 @@ func prepareCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, cell 
 	phase("scrape_fill", step)
 	// Template and pool first, then claims (a claim created before its template waits a minute).
 	fillStart := time.Now()
-	if err := c.Apply(ctx, BenchObjects(ns, wl.Pool, wl.PodImage(), wl.Placement == "real-node"), labels); err != nil {
+	objs := BenchObjects(ns, wl.Pool, wl.PodImage(), wl.Placement == "real-node")
+	if f, _ := faults.CellFaultNamed(pc.Fault); f != nil {
+		if p, ok := f.(faults.Placer); ok {
+			if err := placeTemplate(objs[0], func(spec map[string]any) error { return p.PlacePod(env.Config, spec) }); err != nil {
+				cell.Error = "place the pool's pods for " + pc.Fault + ": " + err.Error()
+				return nil, nil, false
+			}
+		}
+	}
+	podSpec, _, _ := unstructured.NestedMap(objs[0].Object, "spec", "podTemplate", "spec")
+	if err := c.Apply(ctx, objs, labels); err != nil {
 		cell.Error = err.Error()
 		return nil, nil, false
 	}
@@ -527,7 +547,7 @@ func prepareCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, cell 
 		version = env.Versions["agent-sandbox"]
 	}
 	if err := brakes.FromResult(pc.Brake).Apply(ctx, &brakes.Cell{Version: version, Source: env.Source,
-		Install: installer(c, env.Journal, sc.Reverts, labels), Log: log.Add}); err != nil {
+		Install: installer(c, env.Journal, sc.Reverts, labels), Log: log.Add, Namespace: ns, PodSpec: podSpec}); err != nil {
 		cell.Error = "apply brake " + err.Error()
 		return nil, nil, false
 	}

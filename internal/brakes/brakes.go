@@ -104,6 +104,22 @@ type Cell struct {
 	Install func(ctx context.Context, what string, manifest []byte) (int, error)
 	// Log adds to the cell's timeline (what, event, detail).
 	Log func(what, event, detail string)
+	// Namespace is the cell's namespace and PodSpec the pool's pod spec as placed (brakes shaped
+	// like the pool's pods, PodShaped).
+	Namespace string
+	PodSpec   map[string]any
+}
+
+// PodShaped is a brake that works with the pool's pod spec (headroom shaped like its pods)
+// rather than controller flags; a suite whose pool can need new nodes accepts it.
+type PodShaped interface {
+	PodShaped()
+}
+
+// FlagsOrPodShaped keeps the brakes that are only controller flags, and pod-shaped ones.
+func FlagsOrPodShaped(b Brake) bool {
+	_, shaped := b.(PodShaped)
+	return FlagsOnly(b) || shaped
 }
 
 // registry holds every brake type; it is filled by init functions and read-only afterwards.

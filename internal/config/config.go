@@ -80,6 +80,15 @@ type Autoscale struct {
 	// SettleTimeout bounds the wait for the pool to settle between arms and for the HPA to read
 	// its first metric.
 	SettleTimeout time.Duration `mapstructure:"settleTimeout"`
+	// Nodes is where the pool's pods run: "existing" (the cluster's nodes) or "karpenter" (lab:
+	// a Karpenter NodePool of the lab's 8-GPU instance type; each sandbox requests
+	// GPUsPerSandbox GPUs, so a step of more sandboxes than the nodes hold needs new nodes, and
+	// each step's chain pod -> NodeClaim -> node Ready -> pod Ready is recorded). Empty nodes are
+	// consolidated ConsolidateAfter after they empty; RegistrationDelay is the simulated launch.
+	Nodes             string        `mapstructure:"nodes"`
+	GPUsPerSandbox    int           `mapstructure:"gpusPerSandbox"`
+	ConsolidateAfter  time.Duration `mapstructure:"consolidateAfter"`
+	RegistrationDelay time.Duration `mapstructure:"registrationDelay"`
 }
 
 // Cluster selects the cluster provider.
@@ -291,7 +300,8 @@ func Default() Config {
 		Matrix: Matrix{Brakes: []string{"none"}, Repetitions: 1, ControllerArgs: []string{}, Faults: []string{"none"},
 			Sequential: true, MinRepetitions: 3, Equivalence: 15, Spending: "pocock", StopOn: []string{"claim.p99_ms"}, Paired: true},
 		Autoscale: Autoscale{Arms: []string{"keda", "control"}, Profiles: []string{"0-3-0"}, StepDuration: 45 * time.Second, MinReplicas: 1,
-			MetricType: "AverageValue", TargetValue: 1, PollingInterval: 5 * time.Second, SettleTimeout: 2 * time.Minute, ScaleUpPeriod: 15 * time.Second},
+			MetricType: "AverageValue", TargetValue: 1, PollingInterval: 5 * time.Second, SettleTimeout: 2 * time.Minute, ScaleUpPeriod: 15 * time.Second,
+			Nodes: "existing", GPUsPerSandbox: 8, ConsolidateAfter: 10 * time.Second},
 		GangQuota: GangQuota{GPUQuota: 4, CPUQuota: "64", MemoryQuota: "256Gi", GPUsPerPod: 1, Size: 2, ResizeTo: 8, Replicas: 1, ScaleReplicasTo: 3,
 			Observe: 30 * time.Second, AdmitTimeout: 2 * time.Minute, KueueNamespace: "kueue-system", KueueDeployment: "kueue-controller-manager"},
 		Tune: defaultTune(),

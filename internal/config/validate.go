@@ -326,12 +326,20 @@ func (r *Resolved) validateAutoscale() error {
 		{a.ScaleUpPeriod < time.Second || a.ScaleUpPeriod > 30*time.Minute, "poolAutoscaling.scaleUpPeriod", "between 1s and 30m", a.ScaleUpPeriod},
 		{a.HPASyncPeriod != 0 && outside(a.HPASyncPeriod, time.Second, maxDuration), "poolAutoscaling.hpaSyncPeriod", "0 (leave it) or from 1s to 24h", a.HPASyncPeriod},
 		{outside(a.SettleTimeout, 1, maxDuration), "poolAutoscaling.settleTimeout", "a positive duration up to 24h", a.SettleTimeout},
+		{!oneOf(a.Nodes, "existing", "karpenter"), "poolAutoscaling.nodes", "existing or karpenter", a.Nodes},
+		{a.Nodes == "karpenter" && r.Cluster.Provider != "lab", "poolAutoscaling.nodes", "existing unless cluster.provider is lab (karpenter runs the lab's own Karpenter)", a.Nodes},
+		{outside(a.GPUsPerSandbox, 1, 8), "poolAutoscaling.gpusPerSandbox", "1 to 8 (the lab's GPU instance type has 8)", a.GPUsPerSandbox},
+		{outside(a.ConsolidateAfter, time.Second, maxDuration), "poolAutoscaling.consolidateAfter", "a duration from 1s to 24h", a.ConsolidateAfter},
+		{outside(a.RegistrationDelay, 0, maxDuration), "poolAutoscaling.registrationDelay", "a duration from 0s to 24h", a.RegistrationDelay},
 		{r.Cluster.Provider != "lab" && r.Suite == "pool-autoscaling" && a.ExporterURL == "", "poolAutoscaling.exporterURL",
 			"the URL where KEDA reaches `brakebench exporter` on this cluster (only the lab serves it itself)", `""`},
 	}
 	also := map[string][]string{
 		"poolAutoscaling.maxReplicas": {"poolAutoscaling.minReplicas"},
 		"poolAutoscaling.exporterURL": {"cluster.provider"},
+	}
+	if a.Nodes == "karpenter" {
+		also["poolAutoscaling.nodes"] = []string{"cluster.provider"}
 	}
 	for _, ch := range checks {
 		if ch.bad {

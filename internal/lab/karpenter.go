@@ -23,11 +23,13 @@ import (
 // Karpenter is the running Karpenter (brakebench's build of it with the kwok cloud provider).
 type Karpenter struct {
 	proc
-	Version      string                   `json:"version"`
-	MetricsURL   string                   `json:"metricsURL"`
-	HealthURL    string                   `json:"healthURL"`
-	FeatureGates string                   `json:"featureGates"`
-	Policies     []karpenter.RepairPolicy `json:"policies"`
+	Version        string                   `json:"version"`
+	MetricsURL     string                   `json:"metricsURL"`
+	HealthURL      string                   `json:"healthURL"`
+	FeatureGates   string                   `json:"featureGates"`
+	NodeRepair     bool                     `json:"nodeRepair"`
+	CapacityBuffer bool                     `json:"capacityBuffer"`
+	Policies       []karpenter.RepairPolicy `json:"policies"`
 	// TolerationScale is the factor EKS's published tolerations were multiplied by.
 	TolerationScale float64 `json:"tolerationScale"`
 }
@@ -110,7 +112,8 @@ func (l *Lab) StartKarpenter(ctx context.Context, s *State, opt KarpenterOptions
 		karpenter.RepairPoliciesEnv + "=" + karpenter.EncodePolicies(policies),
 		"LOG_LEVEL=info",
 	}
-	k := &Karpenter{Version: l.versions.Karpenter, FeatureGates: gates, Policies: policies, TolerationScale: opt.TolerationScale,
+	k := &Karpenter{Version: l.versions.Karpenter, FeatureGates: gates, NodeRepair: opt.NodeRepair, CapacityBuffer: opt.CapacityBuffer,
+		Policies: policies, TolerationScale: opt.TolerationScale,
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), HealthURL: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])}
 	p, _, err := startProc("karpenter", bins["karpenter"].Path("karpenter-kwok"), nil, env, filepath.Join(l.dir, "logs", "karpenter.log"))
 	if err != nil {

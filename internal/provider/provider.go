@@ -12,6 +12,7 @@ import (
 
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/sut/karpenter"
 )
 
 // Info describes a connected cluster for results and reports.
@@ -129,6 +130,32 @@ type KEDACluster interface {
 	// restore puts it back (also what `brakebench cleanup` calls after a crash).
 	KEDA(ctx context.Context, hpaSyncPeriod string, journal func(original []byte) error) (k KEDA, restore func(context.Context) error, err error)
 	RestoreKEDA(ctx context.Context, original []byte) error
+}
+
+// KarpenterOptions are what a suite chooses of a cluster's Karpenter.
+type KarpenterOptions struct {
+	NodeRepair     bool
+	CapacityBuffer bool
+	// TolerationScale multiplies EKS's published repair tolerations (0 < f <= 1).
+	TolerationScale float64
+}
+
+// Karpenter is a running Karpenter a suite's NodePools are served by.
+type Karpenter struct {
+	Version    string
+	MetricsURL string // "" when brakebench cannot scrape it
+	// Policies are the repair policies it runs with (tolerations already scaled).
+	Policies []karpenter.RepairPolicy
+}
+
+// KarpenterCluster is a cluster that can provide Karpenter (the lab: built on first use and run
+// out of cluster with its kwok provider). Optional.
+type KarpenterCluster interface {
+	// Karpenter starts Karpenter with opts; the original state is journaled first and restore
+	// puts it back, removing the NodePools, NodeClaims and nodes of brakebench's pools (also what
+	// `brakebench cleanup` calls with the journaled original after a crash).
+	Karpenter(ctx context.Context, opts KarpenterOptions, journal func(original []byte) error) (k Karpenter, restore func(context.Context) error, err error)
+	RestoreKarpenter(ctx context.Context, original []byte) error
 }
 
 // ControllerLogs is a cluster whose agent-sandbox controller log brakebench can read (the lab:

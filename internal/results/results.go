@@ -295,6 +295,36 @@ type Autoscale struct {
 	Assertions     []string `json:"assertions"` // "PASS: ..." / "FAIL: ..." lines, as printed
 	Warm           int      `json:"warm"`
 	Cold           int      `json:"cold"`
+	// Nodes is set when the pool ran on a Karpenter NodePool (poolAutoscaling.nodes=karpenter).
+	Nodes *AutoscaleNodes `json:"nodes,omitempty"`
+}
+
+// AutoscaleNodes is the Karpenter NodePool a pool-autoscaling cell ran on.
+type AutoscaleNodes struct {
+	Karpenter        string   `json:"karpenter"`
+	NodePool         string   `json:"nodePool"`
+	GPUsPerSandbox   int      `json:"gpusPerSandbox"`
+	ConsolidateAfter string   `json:"consolidateAfter"`
+	Headroom         int      `json:"headroom"`                 // CapacityBuffer chunks (the capacity-buffer brake), 0 without
+	StartNodes       int      `json:"startNodes"`               // Ready pool nodes when the profile started
+	HeadroomReadyS   *float64 `json:"headroomReadyS,omitempty"` // CapacityBuffer created -> its nodes Ready
+}
+
+// AutoscaleNodeStep is one step's node chain on a Karpenter NodePool: the pods created during the
+// step traced to the node each ran on and that node's NodeClaim, medians in seconds from each
+// pod's creation; and what the NodePool did during the step.
+type AutoscaleNodeStep struct {
+	Pods int `json:"pods"` // pods created during the step that became Ready on a pool node
+	// OnExistingNodes of them ran on a node that was Ready before the pod was created.
+	OnExistingNodes int      `json:"onExistingNodes"`
+	NodeClaimS      *float64 `json:"nodeClaimS,omitempty"` // pod created -> its node's NodeClaim created (new nodes only)
+	NodeReadyS      *float64 `json:"nodeReadyS,omitempty"` // pod created -> its node Ready (new nodes only)
+	PodReadyS       *float64 `json:"podReadyS,omitempty"`  // pod created -> pod Ready (all)
+	ClaimsCreated   int      `json:"claimsCreated"`        // NodeClaims created during the step
+	NodesDeleted    int      `json:"nodesDeleted"`         // pool nodes deleted during the step (consolidated away)
+	// ConsolidatedS: step start -> the last pool node deleted during the step.
+	ConsolidatedS *float64 `json:"consolidatedS,omitempty"`
+	ReadyNodes    int      `json:"readyNodes"` // Ready pool nodes at the end of the step
 }
 
 // AutoscaleStep is one demand step and how the pool followed it.
@@ -316,6 +346,8 @@ type AutoscaleStep struct {
 	Overshoot       int      `json:"overshoot"` // spec.replicas above both the step's start and its final decision
 	Warm            int      `json:"warm"`      // claims created at this step bound to a warm sandbox
 	Cold            int      `json:"cold"`
+	// Nodes is the step's node chain (poolAutoscaling.nodes=karpenter).
+	Nodes *AutoscaleNodeStep `json:"nodes,omitempty"`
 }
 
 // AutoscaleSample is the pool and demand at one moment.
@@ -586,6 +618,42 @@ type FaultStats struct {
 	APFLevel            string      `json:"apfLevel,omitempty"`
 	APFWaitP99S         *float64    `json:"apfWaitP99S,omitempty"`
 	APFRejected         float64     `json:"apfRejected"`
+	// Node repair (Karpenter): the NodePool when the fault struck, Karpenter's breaker
+	// threshold for it, and what Karpenter did, on the harness clock from the fault.
+	Repair *RepairStats `json:"repair,omitempty"`
+}
+
+// RepairStats are a node-repair cell's measurements (Karpenter's repair of faulted nodes).
+type RepairStats struct {
+	Karpenter       string  `json:"karpenter"`       // its version
+	PoolNodes       int     `json:"poolNodes"`       // nodes of the NodePool when the fault struck (Ready or not, as Karpenter counts)
+	Threshold       int     `json:"threshold"`       // most unhealthy nodes Karpenter still repairs (ceil 20% of ThresholdFor)
+	ThresholdFor    int     `json:"thresholdFor"`    // PoolNodes, or (blocked cells) the most nodes the pool and its claims can need
+	Faulted         int     `json:"faulted"`         // nodes given the condition
+	Condition       string  `json:"condition"`       // the condition set False (type=reason)
+	TolerationS     float64 `json:"tolerationS"`     // the repair policy's toleration, scaled
+	TolerationScale float64 `json:"tolerationScale"` // the factor EKS's published toleration was multiplied by
+	Repaired        int     `json:"repaired"`        // faulted nodes whose NodeClaim Karpenter deleted
+	// Seconds from the fault: Karpenter deleting the first faulted NodeClaim, the first node
+	// created after that Ready, the first NodeRepairBlocked event.
+	RepairS           *float64 `json:"repairS,omitempty"`
+	ReplacementReadyS *float64 `json:"replacementReadyS,omitempty"`
+	// Displaced are the cell's pods deleted from faulted nodes, Recreated those whose sandbox
+	// got a new pod (same name) that became Ready, RecoveredS fault -> the last of them Ready
+	// (nil unless every displaced pod was recreated).
+	Displaced  int      `json:"displaced"`
+	Recreated  int      `json:"recreated"`
+	RecoveredS *float64 `json:"recoveredS,omitempty"`
+	// ConditionSinceS: fault -> the condition's lastTransitionTime as stored (one-second
+	// resolution, so up to 1 s negative): what Karpenter counts the toleration from.
+	ConditionSinceS *float64 `json:"conditionSinceS,omitempty"`
+	BlockedS        *float64 `json:"blockedS,omitempty"`
+	BlockedMessage  string   `json:"blockedMessage,omitempty"`
+	// DisruptedMax is the most NodeClaims of the pool being deleted at once.
+	DisruptedMax int `json:"disruptedMax"`
+	// CounterDelta is karpenter_nodeclaims_unhealthy_disrupted_total's change over the cell (nil
+	// when Karpenter's metrics could not be read).
+	CounterDelta *float64 `json:"counterDelta,omitempty"`
 }
 
 // Invariant is a repair-safety rule evaluated from what the cluster did.

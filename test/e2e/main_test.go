@@ -183,6 +183,9 @@ func optionalNeeds() map[string][]string {
 		"TestPoolAutoscalingSIGKILLThenCleanup": {"keda"},
 		"TestZZKarpenterRepairBreaker":          {"karpenter"},
 		"TestZZKarpenterProvisioningAndBuffer":  {"karpenter"},
+		"TestZZNodeRepairCells":                 {"karpenter"},
+		"TestZZNodeRepairSIGKILLThenCleanup":    {"karpenter"},
+		"TestZZAutoscaleOnKarpenterNodes":       {"karpenter", "keda"},
 	}
 }
 

@@ -9,8 +9,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,6 +30,7 @@ import (
 	"github.com/brakebench/brakebench/internal/kube"
 	"github.com/brakebench/brakebench/internal/lab"
 	"github.com/brakebench/brakebench/internal/nodechain"
+	"github.com/brakebench/brakebench/internal/results"
 	"github.com/brakebench/brakebench/internal/scrape"
 	"github.com/brakebench/brakebench/internal/scrape/fetch"
 	"github.com/brakebench/brakebench/internal/sut/karpenter"
@@ -144,16 +146,7 @@ func karpenterPoolOnly(ctx context.Context, t *testing.T, c *kube.Clients, ns st
 	t.Cleanup(func() {
 		_ = c.Typed.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
-	class := karpenter.NodeClass(pool)
-	if err := c.Apply(ctx, []*unstructured.Unstructured{class, karpenter.NodePool(pool, nil)}, labels); err != nil {
-		t.Fatal(err)
-	}
-	got, err := c.Dynamic.Resource(karpenter.KWOKNodeClassGVR).Get(ctx, pool.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got.Object["status"] = karpenter.ReadyStatus(got.GetGeneration(), time.Now())
-	if _, err := c.Dynamic.Resource(karpenter.KWOKNodeClassGVR).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+	if err := karpenter.CreatePool(ctx, c, pool, labels); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := nodechain.Start(ctx, c, ns, pool.Name)
@@ -161,18 +154,6 @@ func karpenterPoolOnly(ctx context.Context, t *testing.T, c *kube.Clients, ns st
 		t.Fatal(err)
 	}
 	return tr
-}
-
-// liveNodes are the pool's Ready, undeleted nodes, sorted.
-func liveNodes(tl nodechain.Timeline) []string {
-	var out []string
-	for _, n := range tl.Nodes {
-		if !n.Ready.IsZero() && n.Deleted.IsZero() {
-			out = append(out, n.Name)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func claimOfNode(tl nodechain.Timeline, node string) (nodechain.ClaimTimes, bool) {
@@ -279,7 +260,7 @@ func TestZZKarpenterRepairBreaker(t *testing.T) {
 	}
 
 	// Below the breaker: one node of five.
-	victim := liveNodes(tl)[0]
+	victim := tl.LiveNodes()[0]
 	faultAt := time.Now()
 	arm("xid", []string{victim})
 	tl, err = tr.WaitFor(ctx, "the faulted node replaced and every pod Ready again", 4*time.Minute, func(tl nodechain.Timeline) bool {
@@ -328,7 +309,7 @@ func TestZZKarpenterRepairBreaker(t *testing.T) {
 	}
 
 	// Above the breaker: two nodes of five at once.
-	pair := liveNodes(tl)[:2]
+	pair := tl.LiveNodes()[:2]
 	blockedAt := time.Now()
 	revertPair := arm("ecc", pair)
 	tl, err = tr.WaitFor(ctx, "NodeRepairBlocked for a faulted node", tol+2*time.Minute, func(tl nodechain.Timeline) bool {
@@ -360,7 +341,7 @@ func TestZZKarpenterRepairBreaker(t *testing.T) {
 
 	// SIGKILL in the middle of a repair, then StopKarpenter (as `brakebench lab down` and the
 	// cleanup of a lab run do).
-	victim = liveNodes(tl)[len(liveNodes(tl))-1]
+	victim = tl.LiveNodes()[len(tl.LiveNodes())-1]
 	arm("kernel", []string{victim})
 	ktol, _ := karpenter.Toleration(k.Policies, string(faults.KernelReady), "False")
 	tl, err = tr.WaitFor(ctx, "repair of a KernelReady=False node started", ktol+2*time.Minute, func(tl nodechain.Timeline) bool {
@@ -512,5 +493,178 @@ func TestZZKarpenterProvisioningAndBuffer(t *testing.T) {
 	}
 	if err := c.Dynamic.Resource(karpenter.CapacityBufferGVR).Namespace(ns).Delete(ctx, "headroom", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// nodeRepairRun are the settings of the node-repair suite cells on the test lab: a pool of 40
+// sandboxes at one GPU each fills five 8-GPU Karpenter nodes, so node-repair faults one node (the
+// breaker repairs ceil(20% of 5) = 1) and node-repair-blocked two; tolerations x0.01 (6 s).
+var nodeRepairRun = []string{"matrix.faults=node-repair,node-repair-blocked", "matrix.brakes=none,both", "matrix.repetitions=1",
+	"matrix.warmup=0", "workload.pool=40", "workload.claims=16", "workload.refillTimeout=60s", "faults.nodeRepair.settleTimeout=90s"}
+
+// TestZZNodeRepairCells runs the node-repair faults as warm-pool cells during a claim burst,
+// with and without the refill brakes: below the breaker Karpenter replaces the faulted node no
+// earlier than its toleration and the pool refills; above it Karpenter reports NodeRepairBlocked
+// and replaces nothing. The invariants are the cells' own (judged by the run), and nothing of
+// Karpenter is left afterwards.
+func TestZZNodeRepairCells(t *testing.T) {
+	waitOptionalBuild(t)
+	r, dir, stdout := runSuiteOut(t, "warmpool-burst", nodeRepairRun...)
+	seen := map[string]bool{}
+	for _, cell := range r.Cells {
+		if cell.Error != "" {
+			t.Errorf("%s: %s", cell.ID, cell.Error)
+			continue
+		}
+		fs := cell.Stats.Fault
+		if fs == nil || fs.Repair == nil {
+			t.Errorf("%s: no repair statistics", cell.ID)
+			continue
+		}
+		seen[cell.Fault] = true
+		rs := fs.Repair
+		t.Logf("%s: NodePool %d nodes, faulted %d (breaker %d), repaired %d, condition stored %s, NodeClaim deleted %s, replacement Ready %s, displaced pods Ready %s, blocked %s (%s), counter change %s, most disrupted %d, refill %s",
+			cell.ID, rs.PoolNodes, rs.Faulted, rs.Threshold, rs.Repaired, results.FormatSecs(rs.ConditionSinceS), results.FormatSecs(rs.RepairS), results.FormatSecs(rs.ReplacementReadyS), fmt.Sprintf("%d of %d in %s", rs.Recreated, rs.Displaced, results.FormatSecs(rs.RecoveredS)),
+			results.FormatSecs(rs.BlockedS), rs.BlockedMessage, results.FormatSecs(rs.CounterDelta), rs.DisruptedMax, results.FormatSecs(cell.Stats.RefillSeconds))
+		for _, inv := range fs.Invariants {
+			if !inv.Held {
+				t.Errorf("%s: invariant violated: %s (%s)", cell.ID, inv.Name, inv.Detail)
+			}
+		}
+		// The NodePool holds the pool and the claimed sandboxes being refilled when the fault
+		// strikes (40 to 56 sandboxes at 1 GPU: 5 to 7 nodes); the breaker's threshold follows it.
+		if rs.PoolNodes < 5 || rs.ThresholdFor < rs.PoolNodes || rs.Threshold != karpenter.RepairThreshold(rs.ThresholdFor) {
+			t.Errorf("%s: NodePool of %d nodes, threshold %d of %d; want at least 5 (40 sandboxes at 1 GPU on 8-GPU nodes) and ceil(20%%)", cell.ID, rs.PoolNodes, rs.Threshold, rs.ThresholdFor)
+		}
+		if cell.Fault == "node-repair-blocked" && rs.ThresholdFor != 7 {
+			t.Errorf("%s: the breaker's allowance is for %d nodes, want 7 (56 sandboxes, pool and claims, at 8 a node)", cell.ID, rs.ThresholdFor)
+		}
+		switch cell.Fault {
+		case "node-repair":
+			if rs.Faulted != rs.Threshold || rs.Repaired != rs.Faulted || rs.RecoveredS == nil {
+				t.Errorf("%s: faulted %d, repaired %d, displaced pods Ready again %s; want %d, all, and a time", cell.ID, rs.Faulted, rs.Repaired, results.FormatSecs(rs.RecoveredS), rs.Threshold)
+			}
+			if rs.CounterDelta == nil || *rs.CounterDelta != float64(rs.Faulted) {
+				t.Errorf("%s: %s changed by %s, want %d", cell.ID, "karpenter_nodeclaims_unhealthy_disrupted_total", results.FormatSecs(rs.CounterDelta), rs.Faulted)
+			}
+			if cell.Stats.RefillSeconds == nil {
+				t.Errorf("%s: the pool did not refill after the repair", cell.ID)
+			}
+		case "node-repair-blocked":
+			if rs.Faulted != rs.Threshold+1 || rs.Repaired != 0 || rs.BlockedS == nil {
+				t.Errorf("%s: faulted %d, repaired %d, blocked %s; want %d, 0 and a time", cell.ID, rs.Faulted, rs.Repaired, results.FormatSecs(rs.BlockedS), rs.Threshold+1)
+			}
+		}
+	}
+	if !seen["node-repair"] || !seen["node-repair-blocked"] {
+		t.Errorf("cells measured: %v", seen)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fault to NodeClaim deleted", "fault to NodeRepairBlocked", "the repair breaker held"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("report.html does not show %q", want)
+		}
+	}
+	if !strings.Contains(stdout, "Karpenter") {
+		t.Errorf("the run did not say it started Karpenter:\n%s", stdout)
+	}
+	if left := karpenterLeft(t); len(left) > 0 {
+		t.Errorf("left after the run: %v", left)
+	}
+}
+
+// TestZZNodeRepairSIGKILLThenCleanup kills the harness while a node-repair cell's fault is on
+// a Karpenter node; `brakebench cleanup --all` must stop Karpenter and remove its NodePool,
+// NodeClaims and nodes, and the run's namespace.
+func TestZZNodeRepairSIGKILLThenCleanup(t *testing.T) {
+	waitOptionalBuild(t)
+	c := clients(t)
+	faulted := func() bool {
+		nodes, err := c.Typed.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: karpenter.PoolLabel})
+		if err != nil {
+			return false
+		}
+		for _, n := range nodes.Items {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == "AcceleratedHardwareReady" && cond.Status == corev1.ConditionFalse {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	left := func(t *testing.T) []string {
+		l := karpenterLeft(t)
+		return append(l, labelledLeft(t)...)
+	}
+	args := []string{"warmpool-burst"}
+	for _, s := range []string{"matrix.faults=node-repair", "matrix.brakes=none", "matrix.repetitions=1", "matrix.warmup=0",
+		"workload.pool=40", "workload.claims=16", "faults.nodeRepair.settleTimeout=90s"} {
+		args = append(args, "--set", s)
+	}
+	killRunWhen(t, args, faulted, 5*time.Minute, left, "restore Karpenter")
+}
+
+// TestZZAutoscaleOnKarpenterNodes runs the pool-autoscaling suite with the pool on a Karpenter
+// NodePool (one sandbox a node, so every replica beyond the minimum needs a new node), with and
+// without KEDA, and with and without the capacity-buffer brake (3 chunks of headroom): each
+// step's chain pod -> NodeClaim -> node Ready -> pod Ready is recorded, KEDA's scale-up needs new
+// nodes without headroom and lands on existing ones with it, and the scale-down's emptied nodes
+// are consolidated away.
+func TestZZAutoscaleOnKarpenterNodes(t *testing.T) {
+	waitOptionalBuild(t)
+	r := runSuite(t, "pool-autoscaling", "poolAutoscaling.nodes=karpenter", "poolAutoscaling.profiles=0-3-0", "poolAutoscaling.stepDuration=30s",
+		"poolAutoscaling.hpaSyncPeriod=2s", "poolAutoscaling.consolidateAfter=5s", "matrix.brakes=none,capacity-buffer", "brakes.capacityBuffer=3")
+	seen := 0
+	for _, cell := range r.Cells {
+		if cell.Error != "" {
+			t.Errorf("%s: %s", cell.ID, cell.Error)
+			continue
+		}
+		as := cell.Autoscale
+		if as == nil || as.Nodes == nil || len(as.Steps) != 3 {
+			t.Errorf("%s: no node chain: %+v", cell.ID, as)
+			continue
+		}
+		seen++
+		for _, line := range as.Assertions {
+			if strings.HasPrefix(line, "FAIL") {
+				t.Errorf("%s: %s", cell.ID, line)
+			}
+		}
+		for i, st := range as.Steps {
+			n := st.Nodes
+			t.Logf("%s step %d (demand %d): pods %d (%d on existing nodes), pod -> NodeClaim %s, -> node Ready %s, -> pod Ready %s; NodeClaims %d, consolidated %d (last %s), Ready nodes %d; start nodes %d, headroom %d Ready %s",
+				cell.ID, i, st.Demand, n.Pods, n.OnExistingNodes, results.FormatSecs(n.NodeClaimS), results.FormatSecs(n.NodeReadyS), results.FormatSecs(n.PodReadyS),
+				n.ClaimsCreated, n.NodesDeleted, results.FormatSecs(n.ConsolidatedS), n.ReadyNodes, as.Nodes.StartNodes, as.Nodes.Headroom, results.FormatSecs(as.Nodes.HeadroomReadyS))
+		}
+		up, down := as.Steps[1].Nodes, as.Steps[2].Nodes
+		buffered := as.Nodes.Headroom > 0
+		switch {
+		case as.Arm == "keda" && !buffered:
+			// Scale-up: the pool's new sandboxes need new nodes.
+			if up.ClaimsCreated == 0 || up.NodeReadyS == nil || up.Pods == 0 {
+				t.Errorf("%s: the scale-up provisioned no node (%+v)", cell.ID, up)
+			}
+		case as.Arm == "keda" && buffered:
+			if as.Nodes.HeadroomReadyS == nil || up.OnExistingNodes == 0 {
+				t.Errorf("%s: with headroom no scaled-up pod found an existing node (%+v)", cell.ID, up)
+			}
+		}
+		if up.Pods == 0 {
+			t.Errorf("%s: no pod of the demand step became Ready on a pool node", cell.ID)
+		}
+		if as.Arm == "keda" && (down.NodesDeleted == 0 || down.ConsolidatedS == nil) {
+			t.Errorf("%s: the scale-down's empty nodes were not consolidated within the step (%+v)", cell.ID, down)
+		}
+	}
+	if seen != 4 {
+		t.Errorf("%d cells measured, want 4 (keda and control, with and without headroom)", seen)
+	}
+	if left := karpenterLeft(t); len(left) > 0 {
+		t.Errorf("left after the run: %v", left)
 	}
 }

@@ -5,6 +5,7 @@
 package karpenter
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -190,8 +192,9 @@ type PoolSpec struct {
 	RegistrationDelay time.Duration
 	// MaxNodes bounds the pool (limits on nvidia.com/gpu: 8 a node); 0 is unbounded.
 	MaxNodes int
-	// Consolidate: WhenEmptyOrUnderutilized after ConsolidateAfter; otherwise WhenEmpty after 1h
-	// (consolidation effectively off for a cell's length).
+	// Consolidate: WhenEmptyOrUnderutilized after ConsolidateAfter; otherwise WhenEmpty after
+	// ConsolidateAfter, or after 1h when it is 0 (consolidation effectively off for a cell's
+	// length). WhenEmpty never moves a pod: only nodes without pods go.
 	Consolidate      bool
 	ConsolidateAfter time.Duration
 	// Taint, when set, keeps every pod without a toleration for it off the pool's nodes.
@@ -250,8 +253,11 @@ func NodePool(p PoolSpec, labels map[string]string) *unstructured.Unstructured {
 		tmplSpec["taints"] = []any{map[string]any{"key": p.Taint, "value": "true", "effect": "NoSchedule"}}
 	}
 	policy, after := "WhenEmpty", "1h"
-	if p.Consolidate {
+	switch {
+	case p.Consolidate:
 		policy, after = "WhenEmptyOrUnderutilized", durationString(p.ConsolidateAfter)
+	case p.ConsolidateAfter > 0:
+		after = durationString(p.ConsolidateAfter)
 	}
 	spec := map[string]any{
 		"template": map[string]any{
@@ -292,4 +298,49 @@ func CapacityBuffer(namespace, name, podTemplate string, replicas int) *unstruct
 		"metadata": map[string]any{"name": name, "namespace": namespace},
 		"spec":     map[string]any{"podTemplateRef": map[string]any{"name": podTemplate}, "replicas": int64(replicas)},
 	}}
+}
+
+// CreatePool applies the pool's KWOKNodeClass and NodePool (labelled) and marks the node class
+// Ready, as a real provider's node class controller would (the kwok provider has none, and
+// Karpenter provisions only for a NodePool whose class is Ready).
+func CreatePool(ctx context.Context, c *kube.Clients, p PoolSpec, labels map[string]string) error {
+	if err := c.Apply(ctx, []*unstructured.Unstructured{NodeClass(p), NodePool(p, nil)}, labels); err != nil {
+		return fmt.Errorf("apply NodePool %s: %w", p.Name, err)
+	}
+	got, err := c.Dynamic.Resource(KWOKNodeClassGVR).Get(ctx, p.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read KWOKNodeClass %s: %w", p.Name, err)
+	}
+	got.Object["status"] = ReadyStatus(got.GetGeneration(), time.Now())
+	if _, err := c.Dynamic.Resource(KWOKNodeClassGVR).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("mark KWOKNodeClass %s Ready: %w", p.Name, err)
+	}
+	return nil
+}
+
+// PlacePod puts a pod spec on a pool: the pool's node label selected, its taint (if any)
+// tolerated, and gpus nvidia.com/gpu requested by the first container (limits equal), which is
+// what makes Karpenter size the pool: 8/gpus pods a node of the lab's instance type.
+func PlacePod(spec map[string]any, pool, taint string, gpus int) error {
+	containers, _ := spec["containers"].([]any)
+	if len(containers) == 0 {
+		return fmt.Errorf("the pod spec has no container")
+	}
+	c0, ok := containers[0].(map[string]any)
+	if !ok {
+		return fmt.Errorf("the pod spec's first container is not an object")
+	}
+	sel, _ := spec["nodeSelector"].(map[string]any)
+	if sel == nil {
+		sel = map[string]any{}
+	}
+	sel[PoolLabel] = pool
+	spec["nodeSelector"] = sel
+	if taint != "" {
+		tols, _ := spec["tolerations"].([]any)
+		spec["tolerations"] = append(tols, map[string]any{"key": taint, "operator": "Exists", "effect": "NoSchedule"})
+	}
+	n := fmt.Sprint(gpus)
+	c0["resources"] = map[string]any{"requests": map[string]any{"nvidia.com/gpu": n}, "limits": map[string]any{"nvidia.com/gpu": n}}
+	return nil
 }

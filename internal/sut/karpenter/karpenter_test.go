@@ -109,8 +109,11 @@ func TestNodePoolAndClass(t *testing.T) {
 	if ref["kind"] != "KWOKNodeClass" || ref["name"] != "gpu" {
 		t.Errorf("nodeClassRef %v", ref)
 	}
-	if d := spec["disruption"].(map[string]any); d["consolidationPolicy"] != "WhenEmpty" {
+	if d := spec["disruption"].(map[string]any); d["consolidationPolicy"] != "WhenEmpty" || d["consolidateAfter"] != "1h" {
 		t.Errorf("disruption %v", d)
+	}
+	if d := NodePool(PoolSpec{Name: "x", ConsolidateAfter: 5 * time.Second}, nil).Object["spec"].(map[string]any)["disruption"].(map[string]any); d["consolidationPolicy"] != "WhenEmpty" || d["consolidateAfter"] != "5s" {
+		t.Errorf("empty-only disruption %v", d)
 	}
 	if d := NodePool(PoolSpec{Name: "x", Consolidate: true, ConsolidateAfter: 1500 * time.Millisecond}, nil).Object["spec"].(map[string]any)["disruption"].(map[string]any); d["consolidationPolicy"] != "WhenEmptyOrUnderutilized" || d["consolidateAfter"] != "2s" {
 		t.Errorf("consolidating disruption %v", d)
