@@ -121,7 +121,7 @@ func (l *Lab) StartKarpenter(ctx context.Context, s *State, opt KarpenterOptions
 	}
 	k.proc = *p
 	s.Karpenter = k
-	if err := l.save(s); err != nil {
+	if err := l.saveKarpenter(s); err != nil {
 		return nil, err
 	}
 	if err := waitHTTP(ctx, k.HealthURL, 2*time.Minute, func() bool { return alive(p.PID, p.Binary) }); err != nil {
@@ -139,6 +139,20 @@ func (l *Lab) stopKarpenterProcess(s *State) error {
 		return err
 	}
 	s.Karpenter = nil
+	return l.saveKarpenter(s)
+}
+
+// saveKarpenter writes s's Karpenter into the lab's saved state as it is on disk now, and
+// refreshes s from it: s may be older than the file (a caller that loaded it before other runs
+// restarted the controller), and saving it whole would put a dead controller's pid back, after
+// which the next run finds the lab unhealthy and recreates it.
+func (l *Lab) saveKarpenter(s *State) error {
+	cur, err := l.Load()
+	if err != nil {
+		return l.save(s)
+	}
+	cur.Karpenter = s.Karpenter
+	*s = *cur
 	return l.save(s)
 }
 
