@@ -3,6 +3,7 @@ package suites
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,7 +51,7 @@ func headroomOf(br results.Brake) int {
 	n := 0
 	for _, p := range brakes.FromResult(br).Parts {
 		if _, ok := p.Brake.(brakes.PodShaped); ok {
-			_, _ = fmt.Sscanf(p.Value, "%d", &n) // a value the brake's own Setting checked
+			n, _ = strconv.Atoi(p.Value) // a value the brake's own Setting checked
 		}
 	}
 	return n
