@@ -89,6 +89,11 @@ func autoscaleArms(r *results.Results) ([]AutoscaleArm, error) {
 		if n := a.Nodes; n != nil {
 			arm.Nodes = fmt.Sprintf("Karpenter %s, NodePool %s: %d GPU(s) a sandbox on 8-GPU nodes, empty nodes consolidated after %s, %d Ready node(s) at the start",
 				n.Karpenter, n.NodePool, n.GPUsPerSandbox, n.ConsolidateAfter, n.StartNodes)
+			settled := "the nodes its pods and headroom need"
+			if !n.Settled {
+				settled = "poolAutoscaling.settleTimeout, still above the nodes its pods and headroom need"
+			}
+			arm.Nodes += fmt.Sprintf("; the last step watched %.1f s beyond its duration, until %s", n.TailS, settled)
 			if n.Headroom > 0 {
 				arm.Nodes += fmt.Sprintf("; CapacityBuffer of %d chunk(s) (capacity-buffer brake), its nodes Ready %s after it was created", n.Headroom, results.FormatSecs(n.HeadroomReadyS))
 			}

@@ -382,7 +382,8 @@ func (poolAutoscaling) runCell(ctx context.Context, env *Env, sc *Scope, k provi
 	snap := rec.Snapshot()
 	assembleAutoscale(as, snap, dm.history(), created, t0, end)
 	if tracker != nil {
-		for i, st := range nodeSteps(tracker.Snapshot(), t0, a.StepDuration, len(as.Steps)) {
+		settleNodes(ctx, tracker, as.Nodes, a.GPUsPerSandbox, a.SettleTimeout)
+		for i, st := range nodeSteps(tracker.Snapshot(), t0, a.StepDuration, len(as.Steps), time.Now()) {
 			as.Steps[i].Nodes = st
 		}
 	}

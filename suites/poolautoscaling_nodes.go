@@ -64,8 +64,9 @@ func nodesFor(pods, gpus int) int {
 }
 
 // nodeSteps measures each step's node chain: the pods created during the step (from the step's
-// start to the next one's) traced to their node and its NodeClaim, and what the NodePool did.
-func nodeSteps(tl nodechain.Timeline, t0 time.Time, step time.Duration, n int) []*results.AutoscaleNodeStep {
+// start to the next one's; the last step's to lastEnd where that is later, the tail the suite
+// watched for consolidation) traced to their node and its NodeClaim, and what the NodePool did.
+func nodeSteps(tl nodechain.Timeline, t0 time.Time, step time.Duration, n int, lastEnd time.Time) []*results.AutoscaleNodeStep {
 	claimOf := map[string]nodechain.ClaimTimes{}
 	for _, c := range tl.Claims {
 		if c.Node != "" {
@@ -82,6 +83,9 @@ func nodeSteps(tl nodechain.Timeline, t0 time.Time, step time.Duration, n int) [
 	out := make([]*results.AutoscaleNodeStep, n)
 	for i := range out {
 		from, to := t0.Add(time.Duration(i)*step), t0.Add(time.Duration(i+1)*step)
+		if i == n-1 && lastEnd.After(to) {
+			to = lastEnd
+		}
 		in := func(t time.Time) bool { return !t.IsZero() && !t.Before(from) && t.Before(to) }
 		s := &results.AutoscaleNodeStep{}
 		var claimS, nodeS, podS []float64
@@ -158,4 +162,19 @@ func removeEmptyPoolNodes(ctx context.Context, c *kube.Clients, tl nodechain.Tim
 		n++
 	}
 	return n, nil
+}
+
+// settleNodes watches the pool after the profile's last step until its Ready nodes are no more
+// than its Ready pods and headroom need (the scale-down's empty nodes consolidated away), for at
+// most timeout, and records in nodes how long it watched and whether the pool got there.
+// Karpenter's consolidation of an emptied node took 21-29 s on the lab with consolidateAfter 5 s:
+// about a short step, so a step's end alone would cut the measurement at random.
+func settleNodes(ctx context.Context, tracker *nodechain.Tracker, nodes *results.AutoscaleNodes, gpus int, timeout time.Duration) {
+	start := time.Now()
+	_, err := tracker.WaitFor(ctx, "the pool's nodes consolidated to what its pods and headroom need", timeout, func(tl nodechain.Timeline) bool {
+		claims, ready, pods := tl.Live()
+		need := nodesFor(pods+nodes.Headroom, gpus)
+		return ready <= need && claims <= need
+	})
+	nodes.TailS, nodes.Settled = time.Since(start).Seconds(), err == nil
 }

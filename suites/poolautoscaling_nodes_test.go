@@ -32,7 +32,7 @@ func TestNodeSteps(t *testing.T) {
 			"p4": {Name: "p4", Created: at(12)}, // never Ready
 		},
 	}
-	got := nodeSteps(tl, t0, 10*time.Second, 3)
+	got := nodeSteps(tl, t0, 10*time.Second, 3, time.Time{})
 	s0, s1, s2 := got[0], got[1], got[2]
 	if s0.Pods != 0 || s0.ClaimsCreated != 0 || s0.ReadyNodes != 1 {
 		t.Errorf("step 0: %+v", s0)
@@ -60,5 +60,38 @@ func TestNodeSteps(t *testing.T) {
 	}
 	if n := nodesFor(9, 1); n != 2 {
 		t.Errorf("nodesFor(9, 1) = %d", n)
+	}
+}
+
+// The last step's node figures cover the tail the suite watched for consolidation: a node
+// deleted after the step's nominal end counts when the tail reaches it, and not beyond the tail.
+func TestNodeStepsTail(t *testing.T) {
+	t0 := time.Unix(5000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	tl := nodechain.Timeline{
+		Nodes: map[string]nodechain.NodeTimes{
+			"n0": {Name: "n0", Created: at(-29), Ready: at(-28)},
+			"n1": {Name: "n1", Created: at(1), Ready: at(2), Deleted: at(15)},
+			"n2": {Name: "n2", Created: at(1), Ready: at(2), Deleted: at(34)},
+		},
+	}
+	for _, c := range []struct {
+		name    string
+		lastEnd time.Time
+		deleted int
+		last    float64
+		ready   int
+	}{
+		{"no tail", time.Time{}, 1, 5, 2},
+		{"tail ending before the step", at(18), 1, 5, 2},
+		{"tail past the second deletion", at(40), 2, 24, 1},
+		{"tail ending before the second deletion", at(33), 1, 5, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := nodeSteps(tl, t0, 10*time.Second, 2, c.lastEnd)[1]
+			if s.NodesDeleted != c.deleted || s.ConsolidatedS == nil || *s.ConsolidatedS != c.last || s.ReadyNodes != c.ready {
+				t.Errorf("last step %+v (consolidated %s), want %d deleted, last %g s, %d Ready", s, results.FormatSecs(s.ConsolidatedS), c.deleted, c.last, c.ready)
+			}
+		})
 	}
 }

@@ -308,6 +308,12 @@ type AutoscaleNodes struct {
 	Headroom         int      `json:"headroom"`                 // CapacityBuffer chunks (the capacity-buffer brake), 0 without
 	StartNodes       int      `json:"startNodes"`               // Ready pool nodes when the profile started
 	HeadroomReadyS   *float64 `json:"headroomReadyS,omitempty"` // CapacityBuffer created -> its nodes Ready
+	// TailS is how long the last step was watched beyond its duration, until the pool's Ready
+	// nodes were no more than its pods and headroom need (Karpenter's consolidation of the
+	// scale-down, which takes about as long as a short step) or poolAutoscaling.settleTimeout;
+	// Settled says which. The last step's node figures cover the tail.
+	TailS   float64 `json:"tailS"`
+	Settled bool    `json:"settled"`
 }
 
 // AutoscaleNodeStep is one step's node chain on a Karpenter NodePool: the pods created during the
@@ -322,9 +328,10 @@ type AutoscaleNodeStep struct {
 	PodReadyS       *float64 `json:"podReadyS,omitempty"`  // pod created -> pod Ready (all)
 	ClaimsCreated   int      `json:"claimsCreated"`        // NodeClaims created during the step
 	NodesDeleted    int      `json:"nodesDeleted"`         // pool nodes deleted during the step (consolidated away)
-	// ConsolidatedS: step start -> the last pool node deleted during the step.
+	// ConsolidatedS: step start -> the last pool node deleted during the step (the last step:
+	// during it or its tail, AutoscaleNodes.TailS).
 	ConsolidatedS *float64 `json:"consolidatedS,omitempty"`
-	ReadyNodes    int      `json:"readyNodes"` // Ready pool nodes at the end of the step
+	ReadyNodes    int      `json:"readyNodes"` // Ready pool nodes at the end of the step (the last: of its tail)
 }
 
 // AutoscaleStep is one demand step and how the pool followed it.

@@ -3,11 +3,14 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/brakebench/brakebench/internal/results"
 )
@@ -50,6 +53,15 @@ func TestAAOnTheLab(t *testing.T) {
 	} else {
 		t.Logf("lab over the A/A run: etcd db %d -> %d bytes, housekeeping median %.2f s (API server back in %.2f s); API server CPU at each cell's start %v",
 			l.First.EtcdDBBytes, l.Last.EtcdDBBytes, l.HousekeepingSeconds, l.RestartSeconds, apiCPU)
+	}
+	// Every restart deletes the kube-controller-manager's Lease while it is stopped (it does not
+	// release it on exit), so the next one takes a fresh Lease at once instead of waiting the old
+	// holder's out: a Lease that passed between holders was waited out.
+	lease, err := clients(t).Typed.CoordinationV1().Leases("kube-system").Get(context.Background(), "kube-controller-manager", metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("the kube-controller-manager's Lease: %v", err)
+	} else if n := lease.Spec.LeaseTransitions; n != nil && *n > 0 {
+		t.Errorf("the kube-controller-manager's Lease passed between holders %d time(s) over 7 API server restarts: a restart waited out the old holder's lease", *n)
 	}
 	for _, key := range []string{"claim.p50_ms", "claim.p99_ms"} {
 		m, ok := r.Find("none_2", key)

@@ -613,10 +613,11 @@ func TestZZNodeRepairSIGKILLThenCleanup(t *testing.T) {
 // without KEDA, and with and without the capacity-buffer brake (3 chunks of headroom): each
 // step's chain pod -> NodeClaim -> node Ready -> pod Ready is recorded, KEDA's scale-up needs new
 // nodes without headroom and lands on existing ones with it, and the scale-down's emptied nodes
-// are consolidated away.
+// are consolidated away (profile 3 -> 0 in 20 s steps; the scale-down step is watched on until
+// its empty nodes are gone, as consolidation takes 21-47 s on the lab).
 func TestZZAutoscaleOnKarpenterNodes(t *testing.T) {
 	waitOptionalBuild(t)
-	r := runSuite(t, "pool-autoscaling", "poolAutoscaling.nodes=karpenter", "poolAutoscaling.profiles=0-3-0", "poolAutoscaling.stepDuration=30s",
+	r := runSuite(t, "pool-autoscaling", "poolAutoscaling.nodes=karpenter", "poolAutoscaling.profiles=3-0", "poolAutoscaling.stepDuration=20s",
 		"poolAutoscaling.hpaSyncPeriod=2s", "poolAutoscaling.consolidateAfter=5s", "matrix.brakes=none,capacity-buffer", "brakes.capacityBuffer=3")
 	seen := 0
 	for _, cell := range r.Cells {
@@ -625,7 +626,7 @@ func TestZZAutoscaleOnKarpenterNodes(t *testing.T) {
 			continue
 		}
 		as := cell.Autoscale
-		if as == nil || as.Nodes == nil || len(as.Steps) != 3 {
+		if as == nil || as.Nodes == nil || len(as.Steps) != 2 {
 			t.Errorf("%s: no node chain: %+v", cell.ID, as)
 			continue
 		}
@@ -641,7 +642,8 @@ func TestZZAutoscaleOnKarpenterNodes(t *testing.T) {
 				cell.ID, i, st.Demand, n.Pods, n.OnExistingNodes, results.FormatSecs(n.NodeClaimS), results.FormatSecs(n.NodeReadyS), results.FormatSecs(n.PodReadyS),
 				n.ClaimsCreated, n.NodesDeleted, results.FormatSecs(n.ConsolidatedS), n.ReadyNodes, as.Nodes.StartNodes, as.Nodes.Headroom, results.FormatSecs(as.Nodes.HeadroomReadyS))
 		}
-		up, down := as.Steps[1].Nodes, as.Steps[2].Nodes
+		t.Logf("%s: the last step watched %.1f s beyond its duration, settled %v", cell.ID, as.Nodes.TailS, as.Nodes.Settled)
+		up, down := as.Steps[0].Nodes, as.Steps[1].Nodes
 		buffered := as.Nodes.Headroom > 0
 		switch {
 		case as.Arm == "keda" && !buffered:
@@ -658,7 +660,7 @@ func TestZZAutoscaleOnKarpenterNodes(t *testing.T) {
 			t.Errorf("%s: no pod of the demand step became Ready on a pool node", cell.ID)
 		}
 		if as.Arm == "keda" && (down.NodesDeleted == 0 || down.ConsolidatedS == nil) {
-			t.Errorf("%s: the scale-down's empty nodes were not consolidated within the step (%+v)", cell.ID, down)
+			t.Errorf("%s: the scale-down's empty nodes were not consolidated within the step and its tail (%+v; tail %.1f s, settled %v)", cell.ID, down, as.Nodes.TailS, as.Nodes.Settled)
 		}
 	}
 	if seen != 4 {
