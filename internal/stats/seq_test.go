@@ -55,6 +55,7 @@ func TestSequentialCalibration(t *testing.T) {
 		{"pocock, min 5 max 12", &Sequential{Alpha: 0.05, MinReps: 5, MaxReps: 12, Spending: SpendPocock}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // the slowest unit tests under -race: the designs side by side on both cores
 			rng := rand.New(rand.NewPCG(2026, 22))
 			const sims = 2000
 			fp, naive, repsSum := 0, 0, 0
@@ -89,6 +90,7 @@ func TestSequentialCalibration(t *testing.T) {
 // the assertions are the ones that must hold for the design to be useful: at 5% a 20% shift is
 // found almost always and early, and with no effect the rule stops early only for equivalence.
 func TestSequentialPower(t *testing.T) {
+	t.Parallel()
 	s := defaultDesign()
 	for _, spread := range []float64{0.05, 0.12, 0.20} {
 		for _, effect := range []float64{0, 0.20, 0.35} {

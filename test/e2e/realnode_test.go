@@ -299,7 +299,7 @@ func TestKubeconfigPathOnTheRealNode(t *testing.T) {
 		out := t.TempDir()
 		args := append([]string{"run", "pool-autoscaling", "--out", out}, kc...)
 		for _, s := range []string{allow, fmt.Sprintf("poolAutoscaling.exporterURL=http://127.0.0.1:%d%s", port, demand.Path),
-			"poolAutoscaling.arms=keda", "poolAutoscaling.profiles=0-3-0", "poolAutoscaling.stepDuration=30s"} {
+			"poolAutoscaling.arms=keda", "poolAutoscaling.profiles=3-0", "poolAutoscaling.stepDuration=30s"} {
 			args = append(args, "--set", s)
 		}
 		if _, err := runCLI(t, args...); err != nil {
