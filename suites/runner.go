@@ -37,6 +37,25 @@ type Scope struct {
 	clients *kube.Clients
 	start   time.Time
 	phases  map[string]float64
+	// gate is the runner's (nil outside one); detached: this cell's teardown emptied its
+	// namespace and left it terminating, for the next cell to wait for (detachNamespace).
+	gate     *namespaceGate
+	detached bool
+}
+
+// AwaitPrevious waits, on a watch, until the namespace the previous cell's teardown emptied and
+// left terminating is gone, and records the wait as phase previous_namespace. A cell calls it
+// after its set-up and before it measures: the namespace controller's last pass (after a fixed
+// 5 s grace) then overlaps the set-up, never the measurement. An error: the namespace did not
+// go, and the cell must not measure beside its deletion.
+func (s *Scope) AwaitPrevious(ctx context.Context) error {
+	if s.gate == nil || s.gate.detached == "" {
+		return nil
+	}
+	start := time.Now()
+	err := s.gate.awaitDetached(ctx, s.clients)
+	s.Phase("previous_namespace", start)
+	return err
 }
 
 // Phase records the seconds since since as phase name.
@@ -71,6 +90,8 @@ func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, d
 	ov := env.Progress.Overall("cells", lo+warmups(env), hi+warmups(env))
 	defer ov.Finish()
 	gate := &namespaceGate{}
+	// The last cell's emptied namespace is waited for too: nothing of the run outlives it.
+	defer gate.drain(ctx, env, res)
 	warmUp(ctx, env, gate, plan, res, run, ov)
 	sq.done = 0
 	for i, pc := range plan.Cells {
@@ -284,7 +305,7 @@ func runBetween(ctx context.Context, env *Env, gate *namespaceGate, pc PlannedCe
 			Controller: results.Controller{Version: pc.Version, Flags: pc.Flags},
 			Error:      "not run: the lab is broken, these of its processes no longer run: " + strings.Join(health.Down, ", ")}
 	} else {
-		cell = runScoped(ctx, env, pc, idx, run)
+		cell = runScoped(ctx, env, gate, pc, idx, run)
 		gate.settle(ctx, env, pc, &cell)
 	}
 	cell.Lab, cell.Housekeeping = health, hk
@@ -301,6 +322,41 @@ var cellTeardownTimeout = 5 * time.Minute
 type namespaceGate struct {
 	ns, cell string    // the namespace left behind and the cell it was
 	since    time.Time // when that cell's teardown began
+	// detached is the namespace the previous cell's teardown emptied and left terminating
+	// (teardown's Options.Detach): the next cell waits for it before it measures
+	// (Scope.AwaitPrevious), or the runner does after that cell; detachedCell is its cell.
+	detached, detachedCell string
+	detachedAt             time.Time
+}
+
+// awaitDetached waits up to cellTeardownTimeout for the detached namespace to go. One that
+// does not becomes the namespace left behind (blocks keeps later cells from running); after an
+// interrupt it stays detached, for drain.
+func (g *namespaceGate) awaitDetached(ctx context.Context, c *kube.Clients) error {
+	ns := g.detached
+	if ns == "" {
+		return nil
+	}
+	err := teardown.WaitNamespaceGone(ctx, c, ns, cellTeardownTimeout)
+	if err == nil {
+		g.detached = ""
+		return nil
+	}
+	if ctx.Err() == nil {
+		g.ns, g.cell, g.since, g.detached = ns, g.detachedCell, g.detachedAt, ""
+	}
+	return fmt.Errorf("the previous cell's namespace %s (cell %s) not gone %.0f s after its teardown: %w", ns, g.detachedCell, time.Since(g.detachedAt).Seconds(), err)
+}
+
+// drain waits, at the end of the run (interrupted or not), for a namespace still detached, and
+// makes one that does not go a run error.
+func (g *namespaceGate) drain(ctx context.Context, env *Env, res *results.Results) {
+	if g.detached == "" {
+		return
+	}
+	if err := g.awaitDetached(context.WithoutCancel(ctx), env.Clients); err != nil {
+		res.Errors = append(res.Errors, err.Error())
+	}
 }
 
 // settle runs after a cell whose teardown failed: if the cell's namespace is still there, it
@@ -384,19 +440,29 @@ func betweenCells(ctx context.Context, env *Env) (*results.LabHealth, *results.H
 // runScoped opens a cell's scope, runs the experiment and tears the scope down. The namespace's
 // deletion is registered before the namespace exists. A teardown that fails does not void what
 // the cell measured: it is reported as the cell's teardown error (and a run error).
-func runScoped(ctx context.Context, env *Env, pc PlannedCell, idx int, run cellFunc) (cell results.Cell) {
+func runScoped(ctx context.Context, env *Env, gate *namespaceGate, pc PlannedCell, idx int, run cellFunc) (cell results.Cell) {
 	c := env.Clients
 	sc := &Scope{
 		Namespace: fmt.Sprintf("bb-%s-%02d", env.RunID, idx),
 		Labels:    map[string]string{kube.ManagedByKey: kube.ManagedByValue, kube.RunIDKey: env.RunID},
 		Reverts:   &undo.Stack{}, Timeline: &faults.Timeline{},
-		clients: c, start: time.Now(), phases: map[string]float64{},
+		clients: c, start: time.Now(), phases: map[string]float64{}, gate: gate,
 	}
 	sc.Reverts.Push("namespace "+sc.Namespace, func(ctx context.Context) error {
+		if sc.detached {
+			return nil // emptied and terminating: the gate has it
+		}
 		return teardown.DeleteNamespace(ctx, c, sc.Namespace, cellTeardownTimeout)
 	})
 	env.Reverts.Push("cell "+pc.ID, sc.Reverts.Run)
 	defer func() {
+		// A cell that ended before it waited for the previous cell's namespace (its set-up
+		// failed) waits now: at most one namespace is ever detached.
+		if gate != nil && gate.detached != "" {
+			if err := sc.AwaitPrevious(context.WithoutCancel(ctx)); err != nil && cell.Error == "" {
+				cell.Error = err.Error()
+			}
+		}
 		down := time.Now()
 		// Every deletion of the namespace in the cell's reverts is recorded, a suite's own
 		// (warm-pool cells delete theirs, timed into phases, before the runner's) included.
@@ -408,6 +474,9 @@ func runScoped(ctx context.Context, env *Env, pc PlannedCell, idx int, run cellF
 		})
 		if err := sc.Reverts.Run(tctx); err != nil {
 			cell.TeardownError = err.Error()
+		}
+		if sc.detached && gate != nil {
+			gate.detached, gate.detachedCell, gate.detachedAt = sc.Namespace, pc.ID, down
 		}
 		if len(td.Deletions) > 0 {
 			cell.Teardown = &td
@@ -439,7 +508,7 @@ func runScoped(ctx context.Context, env *Env, pc PlannedCell, idx int, run cellF
 
 // deletionRecord is a namespace deletion's timings as results record them.
 func deletionRecord(tm teardown.Timings, err error) results.NamespaceDeletion {
-	d := results.NamespaceDeletion{Method: string(tm.Method), SweepSeconds: tm.Sweep.Seconds(), NamespaceSeconds: tm.Namespace.Seconds(), Refused: tm.Refused}
+	d := results.NamespaceDeletion{Method: string(tm.Method), SweepSeconds: tm.Sweep.Seconds(), NamespaceSeconds: tm.Namespace.Seconds(), Refused: tm.Refused, Detached: tm.Detached}
 	if err != nil {
 		d.Error = err.Error()
 	}

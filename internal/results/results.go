@@ -186,6 +186,10 @@ type NamespaceDeletion struct {
 	Kinds            []SweepKind `json:"kinds,omitempty"`
 	Refused          []string    `json:"refused,omitempty"`
 	Error            string      `json:"error,omitempty"`
+	// Detached: the sweep emptied the namespace, which was deleted and left terminating
+	// (NamespaceSeconds is the delete request's); the next cell waited for it before its
+	// measurement (its phase previous_namespace), or the run did at its end.
+	Detached bool `json:"detached,omitempty"`
 }
 
 // SweepKind is one kind's part of a sweep: its time, what it found, deleted and left, and the

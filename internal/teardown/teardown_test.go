@@ -539,3 +539,72 @@ func TestSweepBound(t *testing.T) {
 		})
 	}
 }
+
+// Options.Detach returns without waiting for the namespace only when the sweep emptied it; the
+// namespace here never goes (the dynamic fake keeps it), so a wait would run out and fail. A
+// kind left with an object (a finalizer), a refused kind and a namespace that is not
+// brakebench's (no sweep) are waited for as without Detach.
+func TestDetach(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC: not allowed"))
+	cases := []struct {
+		name     string
+		labels   map[string]string
+		leftPods bool  // a count after the sweep still shows a pod
+		fail     error // the pods' first page
+		detached bool
+	}{
+		{name: "emptied: detached", labels: ours, detached: true},
+		{name: "a pod left terminating: waited for", labels: ours, leftPods: true},
+		{name: "pods refused: waited for", labels: ours, fail: forbidden},
+		{name: "not brakebench's: no sweep, waited for", labels: map[string]string{"team": "x"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			typed, dyn := namespaceClients(t, c.labels, map[string]int{"sandboxes": 3, "pods": 3})
+			nsObj := &unstructured.Unstructured{}
+			nsObj.SetAPIVersion("v1")
+			nsObj.SetKind("Namespace")
+			nsObj.SetName(testNS)
+			if err := dyn.Tracker().Create(namespacesGVR, nsObj, ""); err != nil {
+				t.Fatal(err)
+			}
+			dyn.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				la := a.(k8stesting.ListActionImpl)
+				switch {
+				case la.ListOptions.Limit == DefaultOptions.PageSize && c.fail != nil:
+					return true, nil, c.fail
+				case la.ListOptions.Limit == 1 && c.leftPods:
+					p := unstructured.Unstructured{}
+					p.SetAPIVersion("v1")
+					p.SetKind("Pod")
+					p.SetName("stuck")
+					return true, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "PodList"}, Items: []unstructured.Unstructured{p}}, nil
+				}
+				return false, nil, nil
+			})
+			c2 := &kube.Clients{Typed: typed, Dynamic: dyn}
+			start := time.Now()
+			tm, err := DeleteNamespaceWith(context.Background(), c2, testNS, 600*time.Millisecond, Options{Detach: true})
+			if tm.Detached != c.detached {
+				t.Fatalf("detached %v, want %v (%+v)", tm.Detached, c.detached, tm)
+			}
+			if c.detached {
+				if err != nil || time.Since(start) > 400*time.Millisecond {
+					t.Errorf("detached after %s, err %v: it waited", time.Since(start), err)
+				}
+				if left(t, dyn, "sandboxes") != 0 || left(t, dyn, "pods") != 0 {
+					t.Error("detached before the sweep emptied the namespace")
+				}
+			} else if err == nil {
+				t.Error("the namespace never goes, yet no error: it was not waited for")
+			}
+			deleted := false
+			for _, a := range typed.Actions() {
+				deleted = deleted || (a.GetVerb() == "delete" && a.GetResource().Resource == "namespaces")
+			}
+			if !deleted {
+				t.Error("the namespace was not deleted")
+			}
+		})
+	}
+}
