@@ -31,6 +31,7 @@ type Lab struct {
 	builder  *labbuild.Builder
 	pr       *progress.Progress
 	dir      string
+	records  string // where real nodes register themselves (DefaultRealNodeRecords)
 }
 
 // State is what `lab status` shows and what later commands read; saved as state.json.
@@ -82,6 +83,7 @@ func New(cfg config.Lab, versions labbuild.Versions, pr *progress.Progress) (*La
 		cfg: cfg, versions: versions, pr: pr,
 		builder: &labbuild.Builder{CacheDir: cache, Progress: pr},
 		dir:     filepath.Join(state, cfg.Name),
+		records: DefaultRealNodeRecords,
 	}, nil
 }
 

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -103,6 +104,10 @@ func createNodes(ctx context.Context, c *kube.Clients, n config.Nodes, timeout t
 
 // clients connects to the lab as its admin.
 func (s *State) clients() (*kube.Clients, error) {
+	if s.Kubeconfig == "" {
+		// An empty path would load the user's default kubeconfig: another cluster.
+		return nil, errors.New("lab state has no kubeconfig")
+	}
 	rc, err := kubeRESTConfig(s.Kubeconfig)
 	if err != nil {
 		return nil, err

@@ -101,6 +101,9 @@ func (l *Lab) startRealNode(ctx context.Context, s *State, c *kube.Clients) erro
 		},
 	}
 	rn.Socket = rn.files().Socket()
+	if err := l.reclaimRealNode(ctx, rn); err != nil {
+		return err
+	}
 	if d := cgroupDirs(rn.CgroupRoot); len(d) > 0 {
 		return fmt.Errorf("cgroup %s already exists (%s): another lab's real node, or one not cleaned up; run `brakebench lab down` for it", rn.CgroupRoot, d[0])
 	}
@@ -112,6 +115,9 @@ func (l *Lab) startRealNode(ctx context.Context, s *State, c *kube.Clients) erro
 	}
 	s.RealNode = rn
 	if err := l.save(s); err != nil { // the revert is known before anything changes
+		return err
+	}
+	if err := l.writeRecord(rn); err != nil { // and found by a later lab up if this run is killed
 		return err
 	}
 	task := l.pr.Task("real node "+rn.Name, 20*time.Second)
@@ -392,6 +398,11 @@ func (l *Lab) stopRealNode(ctx context.Context, s *State) error {
 	}
 	if err := os.RemoveAll(rn.Dir); err != nil {
 		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		if err := l.removeRecord(rn); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
