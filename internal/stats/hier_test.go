@@ -27,6 +27,7 @@ func simNested(rng *rand.Rand, reps, claims int, sdRep, sdClaim, scale float64) 
 // Mann-Whitney test (what brakebench did before) must exceed 7% on the same data, so this test
 // demonstrably catches that defect.
 func TestNestedCalibration(t *testing.T) {
+	simulation(t)
 	rng := rand.New(rand.NewPCG(2026, 12))
 	const sims, reps, claims, alpha = 500, 5, 200, 0.05
 	perm, ci, pooled := 0, 0, 0
@@ -63,6 +64,7 @@ func TestNestedCalibration(t *testing.T) {
 // comparisons at PowerReps (10) repetitions a side (8 give about 0.8). At 3 a side nothing can be detected (the smallest
 // possible p is 0.1), which the comparison says instead of printing "~" as if it had looked.
 func TestNestedPower(t *testing.T) {
+	simulation(t)
 	rng := rand.New(rand.NewPCG(7, 20))
 	const sims, claims, alpha = 200, 300, 0.05
 	for _, tc := range []struct {

@@ -42,6 +42,7 @@ func TestPaired(t *testing.T) {
 // (the benchmark's threshold) and heavy-tailed noise, Hi < 0.9 happens in at most alpha of
 // 20,000 simulated benchmarks; with a true ratio of 0.75 it happens in at least 80% of them (power).
 func TestPairedCalibration(t *testing.T) {
+	simulation(t)
 	rng := rand.New(rand.NewPCG(42, 1))
 	const sims, n, alpha = 20000, 12, 0.01
 	run := func(trueRatio float64) float64 {

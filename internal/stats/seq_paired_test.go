@@ -65,6 +65,7 @@ func binomialLimit(alpha float64, sims int) float64 {
 // for equivalence only ends a comparison before it could cross, so they bound the designs with
 // one. (The designs share one memo of simulated paths: copies of one warmed design.)
 func TestSequentialPairedCalibration(t *testing.T) {
+	simulation(t)
 	const sims = 2000
 	limit := binomialLimit(0.05, sims)
 	pocock := &Sequential{Alpha: 0.05, MinReps: 3, MaxReps: 10, Spending: SpendPocock, Paired: true}
@@ -114,6 +115,7 @@ func TestSequentialPairedCalibration(t *testing.T) {
 // nothing to remove: those rows are printed to state its cost (n-1 instead of about 2n-2
 // degrees of freedom, and a ratio that spreads sqrt(2) times a repetition), not asserted.
 func TestSequentialPairedPower(t *testing.T) {
+	simulation(t)
 	paired := &Sequential{Alpha: 0.05, MinReps: 3, MaxReps: 10, Spending: SpendPocock, EquivalencePct: 15, Paired: true}
 	unpaired := &Sequential{Alpha: 0.05, MinReps: 3, MaxReps: 10, Spending: SpendPocock, EquivalencePct: 15}
 	type row struct{ power, eq, reps float64 }

@@ -45,6 +45,7 @@ func defaultDesign() *Sequential {
 // the equivalence stop. A naive rule, a test at 0.05 after every round, must exceed 6.5% on the
 // same data: this test demonstrably catches the repeated-looks defect.
 func TestSequentialCalibration(t *testing.T) {
+	simulation(t)
 	for _, tc := range []struct {
 		name string
 		s    *Sequential
@@ -90,6 +91,7 @@ func TestSequentialCalibration(t *testing.T) {
 // the assertions are the ones that must hold for the design to be useful: at 5% a 20% shift is
 // found almost always and early, and with no effect the rule stops early only for equivalence.
 func TestSequentialPower(t *testing.T) {
+	simulation(t)
 	t.Parallel()
 	s := defaultDesign()
 	for _, spread := range []float64{0.05, 0.12, 0.20} {

@@ -120,6 +120,7 @@ func TestQuantilesJSONKeepsInfAndNaN(t *testing.T) {
 // repetition the two-level draws are the plain bootstrap of its claims, and with many iterations
 // both CIs' ends land on the same or neighbouring order statistics of the sample.
 func TestHierDrawsMatchResampling(t *testing.T) {
+	simulation(t)
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 7))
 	cases := []struct {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"reflect"
 	"slices"
 	"strings"
@@ -253,6 +254,10 @@ func TestKubeconfigPathOnTheRealNode(t *testing.T) {
 		// KEDA "installed" (the lab's processes, APIService registered), the exporter as the
 		// Deployment `brakebench exporter --print-manifests` prints, on the real node, running a
 		// static brakebench built from this tree.
+		began := time.Now()
+		step := func(what string) {
+			t.Logf("%s: %s since the subtest began", what, time.Since(began).Round(100*time.Millisecond))
+		}
 		st, err := theLab.Load() // the saved state: runs change it (a stale copy would be saved back)
 		if err != nil {
 			t.Fatal(err)
@@ -260,15 +265,19 @@ func TestKubeconfigPathOnTheRealNode(t *testing.T) {
 		if _, err := theLab.StartKEDA(ctx, st); err != nil {
 			t.Fatalf("KEDA: %v", err)
 		}
+		step("KEDA started")
 		t.Cleanup(func() {
 			if st, err := theLab.Load(); err == nil {
 				_ = theLab.StopKEDA(context.Background(), st)
 			}
 		})
 		image := "brakebench.local/brakebench:e2e"
-		if err := labState.RealNode.ImportImage(ctx, images.Spec{Ref: image, Files: map[string]string{"/brakebench": buildStaticCLI(t)}}); err != nil {
+		static := buildStaticCLI(t)
+		step("static brakebench built")
+		if err := labState.RealNode.ImportImage(ctx, images.Spec{Ref: image, Files: map[string]string{"/brakebench": static}}); err != nil {
 			t.Fatal(err)
 		}
+		step("image imported")
 		port := freePort(t)
 		installNS := "bb-e2e-exporter"
 		if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, nsObject(installNS), metav1.CreateOptions{}); err != nil {
@@ -296,6 +305,7 @@ func TestKubeconfigPathOnTheRealNode(t *testing.T) {
 		if err := kube.WaitRollout(ctx, c.Typed, installNS, "brakebench-demand", 2*time.Minute); err != nil {
 			t.Fatalf("exporter Deployment: %v", err)
 		}
+		step("exporter Deployment rolled out")
 		out := t.TempDir()
 		args := append([]string{"run", "pool-autoscaling", "--out", out}, kc...)
 		for _, s := range []string{allow, fmt.Sprintf("poolAutoscaling.exporterURL=http://127.0.0.1:%d%s", port, demand.Path),
@@ -382,11 +392,12 @@ func TestInClusterRunner(t *testing.T) {
 	if _, err := runCLI(t, "lab", "import-image", "--ref", image, buildStaticCLI(t)); err != nil {
 		t.Fatalf("lab import-image: %v", err)
 	}
-	// A dynamically linked binary cannot run in an empty-base image: refused (exit 2).
-	if dyn := buildCLI(t); images.CheckStatic(dyn) != nil {
-		if _, err := runCLI(t, "lab", "import-image", "--ref", "x:1", dyn); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
-			t.Errorf("a dynamic binary was not refused: %v", err)
-		}
+	// A dynamically linked binary cannot run in an empty-base image: refused (exit 2). The host's
+	// own true(1) is one (`make test` builds brakebench with CGO_ENABLED=0, so its CLI is static).
+	if dyn, err := exec.LookPath("true"); err != nil || images.CheckStatic(dyn) == nil {
+		t.Errorf("no dynamically linked true(1) on this host to check the refusal with (%q, %v)", dyn, err)
+	} else if _, err := runCLI(t, "lab", "import-image", "--ref", "x:1", dyn); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Errorf("a dynamic binary was not refused: %v", err)
 	}
 
 	t.Run("RBAC is enough and no more", func(t *testing.T) {
