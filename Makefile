@@ -3,6 +3,9 @@ GO        ?= go
 STATICCHECK_VERSION ?= v0.8.2
 # The end-to-end tests carry the e2e build tag: a plain `go test ./...` runs unit tests only.
 UNIT_PKGS  = ./...
+# lint's checks; precompile (below) runs the same commands to fill the caches.
+VET         = $(GO) vet ./... && $(GO) vet -tags e2e ./test/e2e/
+STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags e2e ./...
 
 .PHONY: all build lab lab-e2e test fmt lint unit scale e2e e2e-tests e2e-bench precompile bench upstream-overfill clean-lab
 
@@ -28,10 +31,9 @@ lab-e2e:
 fmt:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt: $$unformatted"; exit 1; fi
 
-lint:
-	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt: $$unformatted"; exit 1; fi
-	$(GO) vet ./... && $(GO) vet -tags e2e ./test/e2e/
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags e2e ./...
+lint: fmt
+	$(VET)
+	$(STATICCHECK)
 
 # internal/stats' Monte Carlo simulations skip themselves under -race (the package starts no
 # goroutines; -race made them 7x slower), so the package runs a second time without it.
@@ -66,8 +68,8 @@ e2e-bench:
 # cache then hold it, and those steps only check and run. `make test` runs this in the background
 # while the end-to-end tests run. Errors are ignored here: the foreground steps report them.
 precompile:
-	-$(GO) vet ./... ; $(GO) vet -tags e2e ./test/e2e/
-	-$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags e2e ./...
+	-$(VET)
+	-$(STATICCHECK)
 	-$(GO) test -race -count=1 -run '^$$' $(UNIT_PKGS)
 	-$(GO) test -count=1 -run '^$$' ./internal/stats/ ./suites/ ./internal/trend/ ./loadgen/
 
