@@ -16,7 +16,7 @@ import (
 
 // streamCounter is an HTTPS + HTTP/2 server with kube-apiserver's stream limit per connection
 // (100) whose creates take hold; it counts the connections it accepted and the most requests it
-// had in flight at once, on one connection and in all.
+// had in flight at once, on one connection and in all, and which connections lists came on.
 type streamCounter struct {
 	srv         *httptest.Server
 	mu          sync.Mutex
@@ -26,13 +26,17 @@ type streamCounter struct {
 	total       int
 	peakTotal   int
 	creates     int
+	listed      map[string]bool // client addresses of the connections that carried a list (Warm)
 }
 
 func newStreamCounter(hold time.Duration) *streamCounter {
-	s := &streamCounter{cur: map[string]int{}}
+	s := &streamCounter{cur: map[string]int{}, listed: map[string]bool{}}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		if r.Method == http.MethodGet {
+			s.mu.Lock()
+			s.listed[r.RemoteAddr] = true
+			s.mu.Unlock()
 			_, _ = w.Write([]byte(`{"kind":"SandboxClaimList","apiVersion":"extensions.agents.x-k8s.io/v1beta1","metadata":{},"items":[]}`))
 			return
 		}
@@ -68,8 +72,20 @@ func (s *streamCounter) config() *rest.Config {
 }
 
 // Warm opens one connection per CreatesPerConnection creates MaxInFlight allows (and at least the
-// connections asked for); a burst that fills every slot, twice, opens no other connection, and no
-// connection carries more than CreatesPerConnection creates at once.
+// connections asked for); a burst that fills every slot, twice, spreads its creates over every
+// one of them and never has more than CreatesPerConnection creates in flight on one connection.
+//
+// Whether the burst dials no other connection is not asserted here: that is the HTTP/2
+// transport's choice, made when it counts a connection's streams as all taken, and it counts a
+// finished stream until the goroutine that sent it has run again. On a starved CPU that lag
+// exceeds the margin below the server's 100 streams (this test under -race beside eight busy
+// loops dialled 14 to 53 connections instead of 12 in 7 of 40 runs; beside two, 1 in 15; quiet,
+// none). The transport can be told to wait for a stream instead (HTTP2Config.
+// StrictMaxConcurrentRequests), but golang.org/x/net v0.61.0's then counts the requests queued
+// behind the one waiting as taken streams and deadlocks once they reach the server's limit (20
+// creates on a connection whose server allows 5 hung for 10 minutes), and a server's limit may be
+// below CreatesPerConnection. Connections dialled during a burst are a timing figure: the
+// loadgen benchmark reports them per rate (its conns column), and this test logs them.
 func TestFireShardsOverConnections(t *testing.T) {
 	for _, tc := range []struct {
 		name                     string
@@ -94,6 +110,12 @@ func TestFireShardsOverConnections(t *testing.T) {
 			if err := g.Warm(context.Background()); err != nil {
 				t.Fatal(err)
 			}
+			s.mu.Lock()
+			warmed := s.conns
+			s.mu.Unlock()
+			if warmed != tc.wantConns {
+				t.Errorf("Warm opened %d connections, want %d", warmed, tc.wantConns)
+			}
 			n := 2 * tc.maxInFlight // every slot taken, twice
 			sent := g.Fire(context.Background(), time.Now(), Burst(n))
 			for _, x := range sent {
@@ -103,8 +125,16 @@ func TestFireShardsOverConnections(t *testing.T) {
 			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.creates != n || s.conns != tc.wantConns {
-				t.Errorf("%d creates on %d connections, want %d on %d", s.creates, s.conns, n, tc.wantConns)
+			if s.creates != n {
+				t.Errorf("%d creates, want %d", s.creates, n)
+			}
+			for addr := range s.listed {
+				if _, ok := s.cur[addr]; !ok {
+					t.Errorf("no create on the connection from %s that Warm opened (%d of %d carried creates)", addr, len(s.cur), s.conns)
+				}
+			}
+			if extra := s.conns - warmed; extra > 0 {
+				t.Logf("the HTTP/2 transport dialled %d more connections during the burst", extra)
 			}
 			if s.peakPerConn > CreatesPerConnection || s.peakTotal > tc.maxInFlight {
 				t.Errorf("peak in flight %d on one connection (limit %d), %d in all (MaxInFlight %d)", s.peakPerConn, CreatesPerConnection, s.peakTotal, tc.maxInFlight)
