@@ -2,9 +2,11 @@ package suites
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,25 +39,10 @@ type Scope struct {
 	clients *kube.Clients
 	start   time.Time
 	phases  map[string]float64
-	// gate is the runner's (nil outside one); detached: this cell's teardown emptied its
-	// namespace and left it terminating, for the next cell to wait for (detachNamespace).
+	// gate is the runner's (nil outside one); deferred: this cell's teardown emptied its
+	// namespace and left it for the runner to delete after the run's cells (namespaceGate.drain).
 	gate     *namespaceGate
-	detached bool
-}
-
-// AwaitPrevious waits, on a watch, until the namespace the previous cell's teardown emptied and
-// left terminating is gone, and records the wait as phase previous_namespace. A cell calls it
-// after its set-up and before it measures: the namespace controller's last pass (after a fixed
-// 5 s grace) then overlaps the set-up, never the measurement. An error: the namespace did not
-// go, and the cell must not measure beside its deletion.
-func (s *Scope) AwaitPrevious(ctx context.Context) error {
-	if s.gate == nil || s.gate.detached == "" {
-		return nil
-	}
-	start := time.Now()
-	err := s.gate.awaitDetached(ctx, s.clients)
-	s.Phase("previous_namespace", start)
-	return err
+	deferred bool
 }
 
 // Phase records the seconds since since as phase name.
@@ -90,7 +77,10 @@ func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, d
 	ov := env.Progress.Overall("cells", lo+warmups(env), hi+warmups(env))
 	defer ov.Finish()
 	gate := &namespaceGate{}
-	// The last cell's emptied namespace is waited for too: nothing of the run outlives it.
+	// The cells' emptied namespaces are deleted when the cells are done, and waited for: nothing
+	// of the run outlives it. On the run's reverts too, before any cell, for an exit that skips
+	// this function's end.
+	env.Reverts.Push("cells' emptied namespaces", func(ctx context.Context) error { return gate.deleteDeferred(ctx, env) })
 	defer gate.drain(ctx, env, res)
 	warmUp(ctx, env, gate, plan, res, run, ov)
 	sq.done = 0
@@ -322,41 +312,57 @@ var cellTeardownTimeout = 5 * time.Minute
 type namespaceGate struct {
 	ns, cell string    // the namespace left behind and the cell it was
 	since    time.Time // when that cell's teardown began
-	// detached is the namespace the previous cell's teardown emptied and left terminating
-	// (teardown's Options.Detach): the next cell waits for it before it measures
-	// (Scope.AwaitPrevious), or the runner does after that cell; detachedCell is its cell.
-	detached, detachedCell string
-	detachedAt             time.Time
+	// deferred are the namespaces the cells' teardowns emptied and left (teardown's
+	// Options.Defer), in order; drain deletes them after the cells.
+	deferred []deferredNamespace
+	mu       sync.Mutex
 }
 
-// awaitDetached waits up to cellTeardownTimeout for the detached namespace to go. One that
-// does not becomes the namespace left behind (blocks keeps later cells from running); after an
-// interrupt it stays detached, for drain.
-func (g *namespaceGate) awaitDetached(ctx context.Context, c *kube.Clients) error {
-	ns := g.detached
-	if ns == "" {
-		return nil
+// deferredNamespace is a cell's emptied namespace, left for the end of the run.
+type deferredNamespace struct{ ns, cell string }
+
+// deleteDeferred deletes every deferred namespace, side by side, each waited for on a watch up
+// to cellTeardownTimeout, and forgets those that went; an error names the ones that did not.
+func (g *namespaceGate) deleteDeferred(ctx context.Context, env *Env) error {
+	g.mu.Lock()
+	todo := g.deferred
+	g.deferred = nil
+	g.mu.Unlock()
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, d := range todo {
+		wg.Go(func() {
+			if err := teardown.DeleteNamespace(ctx, env.Clients, d.ns, cellTeardownTimeout); err != nil {
+				errs[i] = fmt.Errorf("cell %s: %w", d.cell, err)
+			}
+		})
 	}
-	err := teardown.WaitNamespaceGone(ctx, c, ns, cellTeardownTimeout)
-	if err == nil {
-		g.detached = ""
-		return nil
-	}
-	if ctx.Err() == nil {
-		g.ns, g.cell, g.since, g.detached = ns, g.detachedCell, g.detachedAt, ""
-	}
-	return fmt.Errorf("the previous cell's namespace %s (cell %s) not gone %.0f s after its teardown: %w", ns, g.detachedCell, time.Since(g.detachedAt).Seconds(), err)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
-// drain waits, at the end of the run (interrupted or not), for a namespace still detached, and
-// makes one that does not go a run error.
+// drain deletes the cells' emptied namespaces at the end of the run (interrupted or not), and
+// records how many and how long; one that does not go is a run error.
 func (g *namespaceGate) drain(ctx context.Context, env *Env, res *results.Results) {
-	if g.detached == "" {
+	g.mu.Lock()
+	n := len(g.deferred)
+	g.mu.Unlock()
+	if n == 0 {
 		return
 	}
-	if err := g.awaitDetached(context.WithoutCancel(ctx), env.Clients); err != nil {
-		res.Errors = append(res.Errors, err.Error())
+	start := time.Now()
+	err := g.deleteDeferred(context.WithoutCancel(ctx), env)
+	d := &results.DeferredNamespaces{Count: n, Seconds: time.Since(start).Seconds()}
+	if err != nil {
+		d.Error = err.Error()
+		res.Errors = append(res.Errors, "the cells' emptied namespaces: "+err.Error())
 	}
+	res.DeferredNamespaces = d
+	if err != nil {
+		env.Progress.Printf("==> the cells' %d emptied namespaces, after %.1f s: %v", n, d.Seconds, err)
+		return
+	}
+	env.Progress.Printf("==> deleted the cells' %d emptied namespaces in %.1f s", n, d.Seconds)
 }
 
 // settle runs after a cell whose teardown failed: if the cell's namespace is still there, it
@@ -449,20 +455,13 @@ func runScoped(ctx context.Context, env *Env, gate *namespaceGate, pc PlannedCel
 		clients: c, start: time.Now(), phases: map[string]float64{}, gate: gate,
 	}
 	sc.Reverts.Push("namespace "+sc.Namespace, func(ctx context.Context) error {
-		if sc.detached {
-			return nil // emptied and terminating: the gate has it
+		if sc.deferred {
+			return nil // emptied and left: the gate deletes it after the cells
 		}
 		return teardown.DeleteNamespace(ctx, c, sc.Namespace, cellTeardownTimeout)
 	})
 	env.Reverts.Push("cell "+pc.ID, sc.Reverts.Run)
 	defer func() {
-		// A cell that ended before it waited for the previous cell's namespace (its set-up
-		// failed) waits now: at most one namespace is ever detached.
-		if gate != nil && gate.detached != "" {
-			if err := sc.AwaitPrevious(context.WithoutCancel(ctx)); err != nil && cell.Error == "" {
-				cell.Error = err.Error()
-			}
-		}
 		down := time.Now()
 		// Every deletion of the namespace in the cell's reverts is recorded, a suite's own
 		// (warm-pool cells delete theirs, timed into phases, before the runner's) included.
@@ -475,8 +474,10 @@ func runScoped(ctx context.Context, env *Env, gate *namespaceGate, pc PlannedCel
 		if err := sc.Reverts.Run(tctx); err != nil {
 			cell.TeardownError = err.Error()
 		}
-		if sc.detached && gate != nil {
-			gate.detached, gate.detachedCell, gate.detachedAt = sc.Namespace, pc.ID, down
+		if sc.deferred && gate != nil {
+			gate.mu.Lock()
+			gate.deferred = append(gate.deferred, deferredNamespace{ns: sc.Namespace, cell: pc.ID})
+			gate.mu.Unlock()
 		}
 		if len(td.Deletions) > 0 {
 			cell.Teardown = &td
@@ -508,7 +509,7 @@ func runScoped(ctx context.Context, env *Env, gate *namespaceGate, pc PlannedCel
 
 // deletionRecord is a namespace deletion's timings as results record them.
 func deletionRecord(tm teardown.Timings, err error) results.NamespaceDeletion {
-	d := results.NamespaceDeletion{Method: string(tm.Method), SweepSeconds: tm.Sweep.Seconds(), NamespaceSeconds: tm.Namespace.Seconds(), Refused: tm.Refused, Detached: tm.Detached}
+	d := results.NamespaceDeletion{Method: string(tm.Method), SweepSeconds: tm.Sweep.Seconds(), NamespaceSeconds: tm.Namespace.Seconds(), Refused: tm.Refused, Deferred: tm.Deferred}
 	if err != nil {
 		d.Error = err.Error()
 	}

@@ -552,12 +552,6 @@ func prepareCell(ctx context.Context, env *Env, sc *Scope, pc PlannedCell, cell 
 		return nil, nil, false
 	}
 	phase("brakes", restart)
-	// The previous cell's emptied namespace has had the fill and the restart to go; the burst
-	// does not start beside its deletion.
-	if err := sc.AwaitPrevious(ctx); err != nil {
-		cell.Error = err.Error()
-		return nil, nil, false
-	}
 	return rec, fillScrape, true
 }
 
@@ -601,12 +595,13 @@ func newGenerator(ctx context.Context, env *Env, ns string, labels map[string]st
 func pushNamespaceTeardown(env *Env, sc *Scope) {
 	c, ns := env.Clients, sc.Namespace
 	sc.Reverts.Push("namespace "+ns, func(ctx context.Context) error {
-		// Emptied by the sweep, the namespace is left terminating: the next cell waits for it
-		// after its own set-up, before its burst (prepareCell), not here.
+		// Emptied by the sweep, the namespace is left there, undeleted: the runner deletes the
+		// cells' emptied namespaces together after the last cell (its deletion's ~5 s grace and
+		// last pass then overlap no cell).
 		opts := teardown.DefaultOptions
-		opts.Detach = sc.gate != nil
+		opts.Defer = sc.gate != nil
 		tm, err := teardown.DeleteNamespaceWith(ctx, c, ns, 5*time.Minute, opts)
-		sc.detached = tm.Detached
+		sc.deferred = tm.Deferred
 		if sc.phases != nil {
 			sc.phases["teardown.sweep"], sc.phases["teardown.namespace"] = tm.Sweep.Seconds(), tm.Namespace.Seconds()
 		}

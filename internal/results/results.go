@@ -58,6 +58,16 @@ type Results struct {
 	Drift *Drift `json:"drift,omitempty"`
 	// LabOverRun is how the lab's own state moved from the first cell to the last (lab runs).
 	LabOverRun *LabOverRun `json:"labOverRun,omitempty"`
+	// DeferredNamespaces are the cells' emptied namespaces the run deleted together after its
+	// cells (NamespaceDeletion.Deferred): how many and how long until all were gone.
+	DeferredNamespaces *DeferredNamespaces `json:"deferredNamespaces,omitempty"`
+}
+
+// DeferredNamespaces is the run's deletion of its cells' emptied namespaces, after its cells.
+type DeferredNamespaces struct {
+	Count   int     `json:"count"`
+	Seconds float64 `json:"seconds"`
+	Error   string  `json:"error,omitempty"`
 }
 
 // LabOverRun compares the lab's health when the first and the last cell started, and sums up
@@ -186,10 +196,10 @@ type NamespaceDeletion struct {
 	Kinds            []SweepKind `json:"kinds,omitempty"`
 	Refused          []string    `json:"refused,omitempty"`
 	Error            string      `json:"error,omitempty"`
-	// Detached: the sweep emptied the namespace, which was deleted and left terminating
-	// (NamespaceSeconds is the delete request's); the next cell waited for it before its
-	// measurement (its phase previous_namespace), or the run did at its end.
-	Detached bool `json:"detached,omitempty"`
+	// Deferred: the sweep emptied the namespace, which was left there (NamespaceSeconds 0) and
+	// deleted, with the run's other emptied namespaces, when the run's cells were done
+	// (Results.DeferredNamespaces).
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // SweepKind is one kind's part of a sweep: its time, what it found, deleted and left, and the

@@ -56,13 +56,14 @@ type Options struct {
 	PageSize int64
 	// InFlight is how many deletes the Paged method keeps in flight (16 when 0).
 	InFlight int
-	// Detach: when the sweep left none of its kinds (every Left 0), delete the namespace and
-	// return without waiting for it (Timings.Detached). An emptied namespace still takes about
-	// 5 s to go: kube-controller-manager's namespace controller waits a fixed grace period
-	// (namespaceDeletionGracePeriod) after every namespace event before its own pass, which then
-	// finds nothing to delete. The caller waits for the namespace (WaitNamespaceGone) before it
-	// measures anything, and overlaps the grace with work that is not measured.
-	Detach bool
+	// Defer: when the sweep left none of its kinds (every Left 0), leave the namespace there,
+	// emptied, and return without deleting it (Timings.Deferred); the caller deletes it later,
+	// when nothing is measured. An emptied namespace still takes about 5 s to go once deleted:
+	// kube-controller-manager's namespace controller waits a fixed grace period
+	// (namespaceDeletionGracePeriod) after every namespace event, then makes its own pass
+	// (discovery and a delete or list of every namespaced kind), load on the API server that a
+	// measurement must not share. An empty namespace costs nothing while it waits.
+	Defer bool
 }
 
 // DefaultOptions are DeleteNamespaceTimed's: paged, 500 a page, 16 deletes in flight.
@@ -98,9 +99,9 @@ type Timings struct {
 	Kinds []KindSweep
 	// AlreadyGone: the namespace did not exist (nothing was done).
 	AlreadyGone bool
-	// Detached: the sweep emptied the namespace and Options.Detach was set: the namespace was
-	// deleted and not waited for (Namespace is the delete request's time); it is terminating.
-	Detached bool
+	// Deferred: the sweep emptied the namespace and Options.Defer was set: the namespace was
+	// not deleted; the caller deletes it later.
+	Deferred bool
 }
 
 // KindSweep is one kind's part of a sweep.
@@ -210,16 +211,16 @@ func DeleteNamespaceWith(ctx context.Context, c *kube.Clients, ns string, timeou
 		tm.Namespace = time.Since(nsStart)
 		return tm, err
 	}
+	if opts.Defer && len(sweepErrs) == 0 && emptied(tm.Kinds) {
+		tm.Deferred = true
+		return done(nil)
+	}
 	err = c.Typed.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return done(nil)
 	}
 	if err != nil {
 		return done(fmt.Errorf("delete namespace %s: %w", ns, errors.Join(append([]error{err}, sweepErrs...)...)))
-	}
-	if opts.Detach && len(sweepErrs) == 0 && emptied(tm.Kinds) {
-		tm.Detached = true
-		return done(nil)
 	}
 	nsRes := c.Dynamic.Resource(namespacesGVR)
 	left := timeout - time.Since(start)

@@ -540,20 +540,20 @@ func TestSweepBound(t *testing.T) {
 	}
 }
 
-// Options.Detach returns without waiting for the namespace only when the sweep emptied it; the
-// namespace here never goes (the dynamic fake keeps it), so a wait would run out and fail. A
-// kind left with an object (a finalizer), a refused kind and a namespace that is not
-// brakebench's (no sweep) are waited for as without Detach.
-func TestDetach(t *testing.T) {
+// Options.Defer leaves the namespace undeleted, and returns at once, only when the sweep emptied
+// it; the namespace here never goes (the dynamic fake keeps it), so a wait would run out and
+// fail. A kind left with an object (a finalizer), a refused kind and a namespace that is not
+// brakebench's (no sweep) are deleted and waited for as without Defer.
+func TestDefer(t *testing.T) {
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC: not allowed"))
 	cases := []struct {
 		name     string
 		labels   map[string]string
 		leftPods bool  // a count after the sweep still shows a pod
 		fail     error // the pods' first page
-		detached bool
+		deferred bool
 	}{
-		{name: "emptied: detached", labels: ours, detached: true},
+		{name: "emptied: deferred", labels: ours, deferred: true},
 		{name: "a pod left terminating: waited for", labels: ours, leftPods: true},
 		{name: "pods refused: waited for", labels: ours, fail: forbidden},
 		{name: "not brakebench's: no sweep, waited for", labels: map[string]string{"team": "x"}},
@@ -584,16 +584,16 @@ func TestDetach(t *testing.T) {
 			})
 			c2 := &kube.Clients{Typed: typed, Dynamic: dyn}
 			start := time.Now()
-			tm, err := DeleteNamespaceWith(context.Background(), c2, testNS, 600*time.Millisecond, Options{Detach: true})
-			if tm.Detached != c.detached {
-				t.Fatalf("detached %v, want %v (%+v)", tm.Detached, c.detached, tm)
+			tm, err := DeleteNamespaceWith(context.Background(), c2, testNS, 600*time.Millisecond, Options{Defer: true})
+			if tm.Deferred != c.deferred {
+				t.Fatalf("deferred %v, want %v (%+v)", tm.Deferred, c.deferred, tm)
 			}
-			if c.detached {
+			if c.deferred {
 				if err != nil || time.Since(start) > 400*time.Millisecond {
-					t.Errorf("detached after %s, err %v: it waited", time.Since(start), err)
+					t.Errorf("deferred after %s, err %v: it waited", time.Since(start), err)
 				}
 				if left(t, dyn, "sandboxes") != 0 || left(t, dyn, "pods") != 0 {
-					t.Error("detached before the sweep emptied the namespace")
+					t.Error("deferred before the sweep emptied the namespace")
 				}
 			} else if err == nil {
 				t.Error("the namespace never goes, yet no error: it was not waited for")
@@ -602,8 +602,8 @@ func TestDetach(t *testing.T) {
 			for _, a := range typed.Actions() {
 				deleted = deleted || (a.GetVerb() == "delete" && a.GetResource().Resource == "namespaces")
 			}
-			if !deleted {
-				t.Error("the namespace was not deleted")
+			if deleted == c.deferred {
+				t.Errorf("namespace deleted: %v, want %v", deleted, !c.deferred)
 			}
 		})
 	}
