@@ -77,10 +77,8 @@ func runCells(ctx context.Context, env *Env, plan *Plan, res *results.Results, d
 	ov := env.Progress.Overall("cells", lo+warmups(env), hi+warmups(env))
 	defer ov.Finish()
 	gate := &namespaceGate{}
-	// The cells' emptied namespaces are deleted when the cells are done, and waited for: nothing
-	// of the run outlives it. On the run's reverts too, before any cell, for an exit that skips
-	// this function's end.
-	env.Reverts.Push("cells' emptied namespaces", func(ctx context.Context) error { return gate.deleteDeferred(ctx, env) })
+	// The cells' emptied namespaces are deleted when the cells are done (returned, interrupted
+	// or panicking), and waited for: nothing of the run outlives it.
 	defer gate.drain(ctx, env, res)
 	warmUp(ctx, env, gate, plan, res, run, ov)
 	sq.done = 0
@@ -315,54 +313,40 @@ type namespaceGate struct {
 	// deferred are the namespaces the cells' teardowns emptied and left (teardown's
 	// Options.Defer), in order; drain deletes them after the cells.
 	deferred []deferredNamespace
-	mu       sync.Mutex
 }
 
 // deferredNamespace is a cell's emptied namespace, left for the end of the run.
 type deferredNamespace struct{ ns, cell string }
 
-// deleteDeferred deletes every deferred namespace, side by side, each waited for on a watch up
-// to cellTeardownTimeout, and forgets those that went; an error names the ones that did not.
-func (g *namespaceGate) deleteDeferred(ctx context.Context, env *Env) error {
-	g.mu.Lock()
+// drain deletes the cells' emptied namespaces at the end of the run (interrupted or not), side
+// by side, each waited for on a watch up to cellTeardownTimeout, and records how many and how
+// long; one that does not go is a run error naming it and its cell.
+func (g *namespaceGate) drain(ctx context.Context, env *Env, res *results.Results) {
 	todo := g.deferred
 	g.deferred = nil
-	g.mu.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	start := time.Now()
 	errs := make([]error, len(todo))
 	var wg sync.WaitGroup
 	for i, d := range todo {
 		wg.Go(func() {
-			if err := teardown.DeleteNamespace(ctx, env.Clients, d.ns, cellTeardownTimeout); err != nil {
+			if err := teardown.DeleteNamespace(context.WithoutCancel(ctx), env.Clients, d.ns, cellTeardownTimeout); err != nil {
 				errs[i] = fmt.Errorf("cell %s: %w", d.cell, err)
 			}
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// drain deletes the cells' emptied namespaces at the end of the run (interrupted or not), and
-// records how many and how long; one that does not go is a run error.
-func (g *namespaceGate) drain(ctx context.Context, env *Env, res *results.Results) {
-	g.mu.Lock()
-	n := len(g.deferred)
-	g.mu.Unlock()
-	if n == 0 {
-		return
-	}
-	start := time.Now()
-	err := g.deleteDeferred(context.WithoutCancel(ctx), env)
-	d := &results.DeferredNamespaces{Count: n, Seconds: time.Since(start).Seconds()}
-	if err != nil {
+	d := &results.DeferredNamespaces{Count: len(todo), Seconds: time.Since(start).Seconds()}
+	res.DeferredNamespaces = d
+	if err := errors.Join(errs...); err != nil {
 		d.Error = err.Error()
 		res.Errors = append(res.Errors, "the cells' emptied namespaces: "+err.Error())
-	}
-	res.DeferredNamespaces = d
-	if err != nil {
-		env.Progress.Printf("==> the cells' %d emptied namespaces, after %.1f s: %v", n, d.Seconds, err)
+		env.Progress.Printf("==> the cells' %d emptied namespaces, after %.1f s: %v", d.Count, d.Seconds, err)
 		return
 	}
-	env.Progress.Printf("==> deleted the cells' %d emptied namespaces in %.1f s", n, d.Seconds)
+	env.Progress.Printf("==> deleted the cells' %d emptied namespaces in %.1f s", d.Count, d.Seconds)
 }
 
 // settle runs after a cell whose teardown failed: if the cell's namespace is still there, it
@@ -475,9 +459,7 @@ func runScoped(ctx context.Context, env *Env, gate *namespaceGate, pc PlannedCel
 			cell.TeardownError = err.Error()
 		}
 		if sc.deferred && gate != nil {
-			gate.mu.Lock()
 			gate.deferred = append(gate.deferred, deferredNamespace{ns: sc.Namespace, cell: pc.ID})
-			gate.mu.Unlock()
 		}
 		if len(td.Deletions) > 0 {
 			cell.Teardown = &td

@@ -186,7 +186,8 @@ func TestNamespaceGateOpensWhenGone(t *testing.T) {
 // A warm-pool cell's teardown that empties its namespace leaves it there, undeleted, and the
 // next cell neither waits for it nor is blocked by it; the run deletes every such namespace
 // once, after its cells, side by side, and records how many and how long. A namespace that
-// does not go is a run error naming it and its cell; an interrupt still deletes them all.
+// does not go is a run error naming it and its cell; an interrupt, or a cell that panics,
+// still deletes them all.
 func TestRunCellsDeferredNamespaces(t *testing.T) {
 	defer func(d time.Duration) { cellTeardownTimeout = d }(cellTeardownTimeout)
 	cellTeardownTimeout = 300 * time.Millisecond
@@ -195,11 +196,13 @@ func TestRunCellsDeferredNamespaces(t *testing.T) {
 		name      string
 		stuck     string // the namespace that never goes once deleted
 		interrupt bool   // the run is interrupted during the second cell
+		panics    bool   // the third cell panics after its teardown is registered
 		ran       string
 	}{
 		{name: "each namespace deleted after the cells", ran: "a#1,b#1,c#1"},
 		{name: "the first stays: a run error at the end, every cell ran", stuck: "bb-t1-00", ran: "a#1,b#1,c#1"},
 		{name: "interrupted: the cells that ran have their namespaces deleted", interrupt: true, ran: "a#1,b#1"},
+		{name: "a cell panics: every namespace is still deleted", panics: true, ran: "a#1,b#1,c#1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -229,25 +232,35 @@ func TestRunCellsDeferredNamespaces(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var ran []string
-			runCells(ctx, env, plan, res, func(PlannedCell) string { return "" },
-				func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
-					ran = append(ran, pc.ID)
-					if d := deletes(); len(d) > 0 {
-						t.Errorf("%s: namespaces deleted while cells run: %v", pc.ID, d)
-					}
-					u := &unstructured.Unstructured{}
-					u.SetAPIVersion("v1")
-					u.SetKind("Namespace")
-					u.SetName(sc.Namespace)
-					if err := dyn.Tracker().Create(nsGVR, u, ""); err != nil {
-						t.Fatal(err)
-					}
-					pushNamespaceTeardown(env, sc)
-					if c.interrupt && pc.ID == "b#1" {
-						cancel()
-					}
-					return results.Cell{Stats: results.CellStats{Total: 1}}
-				}, nil)
+			var recovered any
+			func() {
+				defer func() { recovered = recover() }()
+				runCells(ctx, env, plan, res, func(PlannedCell) string { return "" },
+					func(ctx context.Context, sc *Scope, pc PlannedCell, idx int) results.Cell {
+						ran = append(ran, pc.ID)
+						if d := deletes(); len(d) > 0 {
+							t.Errorf("%s: namespaces deleted while cells run: %v", pc.ID, d)
+						}
+						u := &unstructured.Unstructured{}
+						u.SetAPIVersion("v1")
+						u.SetKind("Namespace")
+						u.SetName(sc.Namespace)
+						if err := dyn.Tracker().Create(nsGVR, u, ""); err != nil {
+							t.Fatal(err)
+						}
+						pushNamespaceTeardown(env, sc)
+						if c.interrupt && pc.ID == "b#1" {
+							cancel()
+						}
+						if c.panics && pc.ID == "c#1" {
+							panic("a bug in the cell")
+						}
+						return results.Cell{Stats: results.CellStats{Total: 1}}
+					}, nil)
+			}()
+			if (recovered != nil) != c.panics {
+				t.Fatalf("recovered %v, want a panic: %v", recovered, c.panics)
+			}
 			if got := strings.Join(ran, ","); got != c.ran {
 				t.Fatalf("ran %s, want %s", got, c.ran)
 			}
@@ -269,8 +282,11 @@ func TestRunCellsDeferredNamespaces(t *testing.T) {
 					}
 				}
 			}
-			if dn := res.DeferredNamespaces; dn == nil || dn.Count != len(res.Cells) || (dn.Error != "") != (c.stuck != "") {
-				t.Errorf("deferred namespaces %+v, want %d", dn, len(res.Cells))
+			if c.panics && d["bb-t1-02"] != 1 {
+				t.Errorf("the panicking cell's namespace deleted %d times, want once", d["bb-t1-02"])
+			}
+			if dn := res.DeferredNamespaces; dn == nil || dn.Count != len(ran) || (dn.Error != "") != (c.stuck != "") {
+				t.Errorf("deferred namespaces %+v, want %d", dn, len(ran))
 			}
 			joined := strings.Join(res.Errors, "\n")
 			switch {
