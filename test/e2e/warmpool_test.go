@@ -9,6 +9,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/brakebench/brakebench/internal/analysis"
@@ -26,12 +27,31 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 	default:
 		args = append(args, "--set", "lab.name="+labName, "--set", "lab.stateDir="+stateDir)
 	}
+	args = withoutWarmup(args)
 	var stdout, stderr bytes.Buffer
 	root := cli.NewRoot(&stdout, &stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
 	t.Logf("brakebench %v\n%s\n%s", args, stderr.String(), stdout.String())
 	return stdout.String(), err
+}
+
+// withoutWarmup adds matrix.warmup=0 to a run or tune that does not set matrix.warmup itself.
+// The warm-up cell exists because a fresh lab serves its first cell faster than the rest; the
+// test binary's one lab is fresh only for its first test, and the tests check what a run does,
+// not its numbers against a baseline measured on a cold lab. The tests of the warm-up itself
+// (TestAAOnTheLab, TestSIGKILLThenCleanup) set it. (One warm-up cell for each of the ~25 runs
+// the package makes was ~4 minutes of the package's ~45.)
+func withoutWarmup(args []string) []string {
+	if len(args) == 0 || (args[0] != "run" && args[0] != "tune") {
+		return args
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "matrix.warmup=") {
+			return args
+		}
+	}
+	return append(args, "--set", "matrix.warmup=0")
 }
 
 // runSuite runs a suite on the test lab and returns the results it wrote.
