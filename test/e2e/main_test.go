@@ -168,8 +168,8 @@ func clients(t testing.TB) *kube.Clients {
 }
 
 // optionalComponents are the lab components only some tests need, in the order the background
-// build builds them: KEDA first, since TestKubeconfigPathOnTheRealNode (realnode_test.go) starts
-// KEDA mid-run; Kueue, LWS and Karpenter are used only by the zz_ tests at the end.
+// build builds them: KEDA first, for the first zz_ file's tests (zz_autoscale_test.go); every
+// test that needs one of them is in a zz_ file, so it runs after all the others.
 func optionalComponents() []string { return []string{"keda", "kueue", "lws", "karpenter"} }
 
 // optionalNeeds maps each test that uses optional components to them (the zz_ files' tests call
