@@ -3,9 +3,14 @@ GO        ?= go
 STATICCHECK_VERSION ?= v0.8.2
 # The end-to-end tests carry the e2e build tag: a plain `go test ./...` runs unit tests only.
 UNIT_PKGS  = ./...
+# Every compile but -race's is CGO_ENABLED=0 (brakebench has no cgo): the e2e tests, lab builds'
+# `go run`, vet, staticcheck, the simulations and scale then share one compile of every
+# dependency in the Go build cache. With cgo on for the last four, empty caches compiled the whole
+# dependency tree (client-go, e2e-framework, kind, gonum) once more for them.
+NOCGO       = CGO_ENABLED=0
 # lint's checks; precompile (below) runs the same commands to fill the caches.
-VET         = $(GO) vet ./... && $(GO) vet -tags e2e ./test/e2e/
-STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags e2e ./...
+VET         = $(NOCGO) $(GO) vet ./... && $(NOCGO) $(GO) vet -tags e2e ./test/e2e/
+STATICCHECK = $(NOCGO) $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags e2e ./...
 
 .PHONY: all build lab lab-e2e test fmt lint unit unit-race stats-sims scale e2e e2e-tests e2e-bench precompile bench upstream-overfill clean-lab
 
@@ -18,7 +23,7 @@ build:
 # use: Kueue, LWS, KEDA and the real node's kubelet, containerd and CNI plugins (~40 min cold on 2
 # cores, of which KEDA ~12; seconds when cached).
 lab:
-	CGO_ENABLED=0 $(GO) run ./cmd/brakebench lab build --with kueue,lws,keda,kubelet,containerd,cni-plugins,pause,karpenter
+	$(NOCGO) $(GO) run ./cmd/brakebench lab build --with kueue,lws,keda,kubelet,containerd,cni-plugins,pause,karpenter
 
 # What the end-to-end tests' lab up needs: the control plane, etcd, kwok, agent-sandbox and the
 # real node's kubelet, containerd, CNI plugins and pause. Kueue, LWS and KEDA, which only the
@@ -26,7 +31,7 @@ lab:
 # (nice 19) while the other tests run (test/e2e/main_test.go). CGO_ENABLED=0 as for the e2e tests
 # below, so that this compile of brakebench is theirs too.
 lab-e2e:
-	CGO_ENABLED=0 $(GO) run ./cmd/brakebench lab build --with kubelet,containerd,cni-plugins,pause
+	$(NOCGO) $(GO) run ./cmd/brakebench lab build --with kubelet,containerd,cni-plugins,pause
 
 fmt:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt: $$unformatted"; exit 1; fi
@@ -44,7 +49,7 @@ unit-race:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 stats-sims:
-	$(GO) test -count=1 ./internal/stats/
+	$(NOCGO) $(GO) test -count=1 ./internal/stats/
 
 # Scale, no cluster: 30,000 and 100,000 claims replayed through the recorder's informers, the
 # analysis and the report writers (fail above 300 and 400 MiB), a year of nightly results through
@@ -53,7 +58,7 @@ stats-sims:
 # sustains 5,000/s: >= 95% achieved, send lag p99 < 10 ms). See README, "Scale", "Loadgen is not the
 # bottleneck" and "Nightly CI".
 scale:
-	$(GO) test -count=1 -run '^$$' -bench 'BenchmarkScaleReplay|BenchmarkTrendYear|BenchmarkGeneratorRate' -benchtime 1x -v ./suites/ ./internal/trend/ ./loadgen/
+	$(NOCGO) $(GO) test -count=1 -run '^$$' -bench 'BenchmarkScaleReplay|BenchmarkTrendYear|BenchmarkGeneratorRate' -benchtime 1x -v ./suites/ ./internal/trend/ ./loadgen/
 
 # End-to-end tests on one embedded lab (one package, -p 1), then the loadgen benchmark on a fresh
 # lab of its own: after 15 minutes of tests the lab's API server is slower and noisier, which the
@@ -64,10 +69,10 @@ e2e: lab-e2e
 	$(MAKE) --no-print-directory e2e-tests e2e-bench
 
 e2e-tests:
-	CGO_ENABLED=0 $(GO) test -tags e2e -count=1 -p 1 -timeout 75m -v -run . ./test/e2e/
+	$(NOCGO) $(GO) test -tags e2e -count=1 -p 1 -timeout 75m -v -run . ./test/e2e/
 
 e2e-bench:
-	CGO_ENABLED=0 $(GO) test -tags e2e -count=1 -p 1 -timeout 20m -v -run '^$$' -bench BenchmarkLoadgen -benchtime 1x ./test/e2e/
+	$(NOCGO) $(GO) test -tags e2e -count=1 -p 1 -timeout 20m -v -run '^$$' -bench BenchmarkLoadgen -benchtime 1x ./test/e2e/
 
 # Compile what lint, unit and scale need and run no test: the Go build cache and staticcheck's
 # cache then hold it, and those steps only check and run. `make test` runs this in the background
@@ -76,7 +81,7 @@ precompile:
 	-$(VET)
 	-$(STATICCHECK)
 	-$(GO) test -race -count=1 -run '^$$' $(UNIT_PKGS)
-	-$(GO) test -count=1 -run '^$$' ./internal/stats/ ./suites/ ./internal/trend/ ./loadgen/
+	-$(NOCGO) $(GO) test -count=1 -run '^$$' ./internal/stats/ ./suites/ ./internal/trend/ ./loadgen/
 
 # What CI runs. The end-to-end tests spend most of their time waiting on the controllers' own
 # timers with the CPUs idle, while from empty caches lint and the unit tests spent 13 minutes
