@@ -518,7 +518,7 @@ func waitCache(ctx context.Context, timeout time.Duration, cond func() bool) boo
 func autoscalerWrites(d map[string]results.Scrape) map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range d["kube-apiserver"].Series {
-		if s.Name != "apiserver_request_total" {
+		if s.Name != "apiserver_request_total" || s.Labels["dry_run"] != "" { // a dry run writes nothing
 			continue
 		}
 		switch s.Labels["verb"] {

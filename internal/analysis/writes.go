@@ -30,7 +30,9 @@ var APFLevels = []string{"workload-low", "workload-high", "global-default", "sys
 	"agent-sandbox-critical", "agent-sandbox-bulk"}
 
 // WriteAccount computes a cell's write accounting; nil when the cell has no API server scrape
-// (a failed scrape, a provider without one) or no claim.
+// (a failed scrape, a provider without one) or no claim. Dry-run requests (the dry_run label set)
+// write nothing and are not counted: the load generator's APF check is a dry-run claim POST,
+// sent once per run, in the first cell's scrape window when the run has no warm-up cell.
 func WriteAccount(c *results.Cell) *results.Writes {
 	api, ok := c.Metrics["kube-apiserver"]
 	claims := len(c.Claims)
@@ -42,14 +44,14 @@ func WriteAccount(c *results.Cell) *results.Writes {
 	for _, res := range WriteResources {
 		for _, sub := range []string{"", "status"} {
 			for _, verb := range WriteVerbs {
-				v := scrape.Sum(api.Series, "apiserver_request_total", map[string]string{"resource": res, "subresource": sub, "verb": verb})
+				v := scrape.Sum(api.Series, "apiserver_request_total", map[string]string{"resource": res, "subresource": sub, "verb": verb, "dry_run": ""})
 				w.PerClaim[writeKey(res, sub, verb)] = v / n
 			}
 		}
 	}
 	total, conflicts := 0.0, 0.0
 	for _, s := range api.Series {
-		if s.Name != "apiserver_request_total" {
+		if s.Name != "apiserver_request_total" || s.Labels["dry_run"] != "" {
 			continue
 		}
 		if slices.Contains(WriteVerbs, s.Labels["verb"]) {

@@ -18,6 +18,11 @@ func subCounter(verb, resource, sub, code string, v float64) scrape.Series {
 	return s
 }
 
+func dryRun(s scrape.Series) scrape.Series {
+	s.Labels["dry_run"] = "All"
+	return s
+}
+
 func waitHist(level string, counts []float64, sum float64) scrape.Series {
 	les := []float64{0.001, 0.01, 0.1, 1, math.Inf(1)}
 	s := scrape.Series{Name: "apiserver_flowcontrol_request_wait_duration_seconds", Type: "histogram", Labels: map[string]string{"priority_level": level, "execute": "true"}, Sum: sum}
@@ -42,6 +47,8 @@ func readyClaims(n int, last float64) []results.Claim {
 func TestWriteAccount(t *testing.T) {
 	c := &results.Cell{Claims: readyClaims(10, 4.5), Metrics: map[string]results.Scrape{"kube-apiserver": {Series: []scrape.Series{
 		counter("POST", "sandboxclaims", "201", 10),
+		dryRun(counter("POST", "sandboxclaims", "201", 1)), // the APF check: writes nothing
+		dryRun(counter("PATCH", "sandboxclaims", "409", 1)),
 		counter("PATCH", "sandboxclaims", "200", 8),
 		counter("PATCH", "sandboxclaims", "409", 2),
 		counter("PATCH", "sandboxes", "200", 10),
