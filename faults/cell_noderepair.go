@@ -549,7 +549,12 @@ func poolNodesAt(tl nodechain.Timeline, t time.Time) int {
 }
 
 // pickRepairNodes chooses the k nodes holding the most of the namespace's live pods (so the
-// fault bites), ties by name.
+// fault bites), ties by name; nodes that already had a NodeRepairBlocked event (one the tracker
+// listed) only when too few others are left. Karpenter publishes NodeRepairBlocked at most once in
+// 15 minutes per node, NodeClaim and NodePool (DedupeTimeout in its node health controller): a
+// second blocked cell that faulted the first one's nodes got no event at all, and its "breaker
+// engaged" invariant read as violated while the breaker held (2026-12-07, the two blocked cells
+// run back to back). One node without an earlier event is enough for a fresh one.
 func pickRepairNodes(live []string, tl nodechain.Timeline, k int) []string {
 	count := map[string]int{}
 	for _, p := range tl.Pods {
@@ -557,7 +562,20 @@ func pickRepairNodes(live []string, tl nodechain.Timeline, k int) []string {
 			count[p.Node]++
 		}
 	}
-	return mostLoaded(live, count, k)
+	reported := map[string]bool{}
+	for _, b := range tl.Blocked {
+		reported[b.Node] = true
+	}
+	var fresh, seen []string
+	for _, n := range live {
+		if reported[n] {
+			seen = append(seen, n)
+		} else {
+			fresh = append(fresh, n)
+		}
+	}
+	out := mostLoaded(fresh, count, k)
+	return append(out, mostLoaded(seen, count, k-len(out))...)
 }
 
 // repairedCount is how many of nodes had their NodeClaim deleted (by Karpenter) after armed.

@@ -158,13 +158,38 @@ func TestNodeRepairJudge(t *testing.T) {
 	}
 }
 
-// The nodes holding the most of the cell's pods are faulted first, ties by name.
+// The nodes holding the most of the cell's pods are faulted first, ties by name; a node that
+// already had a NodeRepairBlocked event (Karpenter would not report it again for 15 minutes) only
+// when too few others are left.
 func TestPickRepairNodes(t *testing.T) {
-	tl := nodechain.Timeline{Pods: map[string]nodechain.PodTimes{
+	pods := map[string]nodechain.PodTimes{
 		"a": {Node: "n2"}, "b": {Node: "n2"}, "c": {Node: "n3"}, "d": {Node: "n1", Deleted: time.Unix(1, 0)},
-	}}
-	if got := pickRepairNodes([]string{"n1", "n2", "n3", "n4"}, tl, 3); !reflect.DeepEqual(got, []string{"n2", "n3", "n1"}) {
-		t.Errorf("got %v", got)
+	}
+	blocked := func(nodes ...string) []nodechain.Blocked {
+		var out []nodechain.Blocked
+		for _, n := range nodes {
+			out = append(out, nodechain.Blocked{At: time.Unix(2, 0), Node: n, Message: "more than 20% nodes are unhealthy in the nodepool"})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		blocked []nodechain.Blocked
+		k       int
+		want    []string
+	}{
+		{"by load, ties by name", nil, 3, []string{"n2", "n3", "n1"}},
+		{"reported nodes last", blocked("n2", "n3"), 3, []string{"n1", "n4", "n2"}},
+		{"all reported: by load", blocked("n1", "n2", "n3", "n4"), 2, []string{"n2", "n3"}},
+		{"a NodePool's or NodeClaim's event names no node", blocked("NodePool/p", "NodeClaim/c"), 2, []string{"n2", "n3"}},
+		{"more than live", blocked("n2"), 5, []string{"n3", "n1", "n4", "n2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := nodechain.Timeline{Pods: pods, Blocked: tc.blocked}
+			if got := pickRepairNodes([]string{"n1", "n2", "n3", "n4"}, tl, tc.k); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
