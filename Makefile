@@ -89,7 +89,7 @@ precompile:
 # tests with that compilation in the background at the lowest CPU priority (SCHED_IDLE, below even
 # the tests' own nice-19 build of Kueue, LWS, KEDA and Karpenter: it gets only idle CPU; log in
 # out/precompile.log), followed there by internal/stats' simulations (pure CPU, seeded: only their
-# wall time depends on the CPU they get; 21 s alone on 2026-12-07; log and exit status in
+# wall time depends on the CPU they get; 21 s on 2026-12-07 at SCHED_IDLE beside e2e tests; log and exit status in
 # out/stats-sims.log and .rc, checked after the e2e tests), then lint, the -race unit tests and
 # scale on a warm cache, then the loadgen benchmark on its own lab. A background step that did not
 # end when the e2e tests did is waited for.
