@@ -1,6 +1,7 @@
 package suites
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/brakebench/brakebench/internal/config"
 	"github.com/brakebench/brakebench/internal/recorder"
 	"github.com/brakebench/brakebench/internal/results"
+	"github.com/brakebench/brakebench/internal/scrape"
 )
 
 func TestPoolAutoscalingPlan(t *testing.T) {
@@ -64,5 +66,26 @@ func TestAssembleAutoscale(t *testing.T) {
 	ctl := &results.Autoscale{Arm: "control", Samples: []results.AutoscaleSample{{Spec: 1}}, MinSpec: 1, MaxSpec: 2, ReplicaChanges: 1}
 	if a := autoscaleAssertions(ctl); !strings.HasPrefix(a[0], "FAIL") {
 		t.Errorf("a control arm whose spec changed must fail: %v", a)
+	}
+}
+
+// autoscalerWrites counts the mutating requests on the autoscaler's resources, by resource and
+// subresource; reads and dry runs (which write nothing) are not counted.
+func TestAutoscalerWrites(t *testing.T) {
+	req := func(verb, res, sub, dry string, v float64) scrape.Series {
+		return scrape.Series{Name: "apiserver_request_total", Type: "counter", Value: v,
+			Labels: map[string]string{"verb": verb, "resource": res, "subresource": sub, "dry_run": dry}}
+	}
+	got := autoscalerWrites(map[string]results.Scrape{"kube-apiserver": {Series: []scrape.Series{
+		req("POST", "scaledobjects", "", "", 1),
+		req("POST", "scaledobjects", "", "All", 1),
+		req("PATCH", "sandboxwarmpools", "scale", "", 2),
+		req("PUT", "horizontalpodautoscalers", "status", "", 3),
+		req("GET", "horizontalpodautoscalers", "", "", 5),
+		req("PATCH", "pods", "", "", 7),
+	}}})
+	want := map[string]float64{"scaledobjects": 1, "sandboxwarmpools/scale": 2, "horizontalpodautoscalers/status": 3}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }

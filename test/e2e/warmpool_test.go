@@ -40,8 +40,8 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 // The warm-up cell exists because a fresh lab serves its first cell faster than the rest; the
 // test binary's one lab is fresh only for its first test, and the tests check what a run does,
 // not its numbers against a baseline measured on a cold lab. The tests of the warm-up itself
-// (TestAAOnTheLab, TestSIGKILLThenCleanup) set it. (One warm-up cell for each of the ~25 runs
-// the package makes was ~4 minutes of the package's ~45.)
+// (TestAAOnTheLab, TestSIGKILLThenCleanup) set it. Runs the tests start as a subprocess
+// (killRunWhen) do not pass through here and keep their suite's default.
 func withoutWarmup(args []string) []string {
 	if len(args) == 0 || (args[0] != "run" && args[0] != "tune") {
 		return args
